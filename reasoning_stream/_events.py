@@ -1,0 +1,201 @@
+"""The one event vocabulary shared by the scanner, the pipes and the providers.
+
+Every event is a frozen dataclass with a ``kind`` literal, so a ``match`` statement or a
+``kind ==`` test can tell them apart, and a ``source`` naming the pipe that produced it. ``source``
+is left out of ``==`` so events from different pipes compare by content alone.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "Event",
+    "Finish",
+    "OpaqueState",
+    "ReasoningDelta",
+    "ReasoningEnd",
+    "ReasoningStart",
+    "ReasoningState",
+    "TextDelta",
+    "ToolCall",
+    "Usage",
+    "UsageReport",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningStart:
+    """A reasoning segment opens."""
+
+    source: str | None = field(default=None, compare=False)
+    kind: Literal["reasoning_start"] = field(default="reasoning_start", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning."""
+
+    text: str
+    source: str | None = field(default=None, compare=False)
+    kind: Literal["reasoning_delta"] = field(default="reasoning_delta", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningEnd:
+    """The open reasoning segment closes."""
+
+    source: str | None = field(default=None, compare=False)
+    kind: Literal["reasoning_end"] = field(default="reasoning_end", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the answer."""
+
+    text: str
+    source: str | None = field(default=None, compare=False)
+    kind: Literal["text_delta"] = field(default="text_delta", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The stream ended with a stop reason: ``"stop"``, ``"length"``, ``"tool_calls"``, ..."""
+
+    reason: str = "stop"
+    source: str | None = field(default=None, compare=False)
+    kind: Literal["finish"] = field(default="finish", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A complete tool call: ``arguments`` is the JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str = ""
+    source: str | None = field(default=None, compare=False)
+    kind: Literal["tool_call"] = field(default="tool_call", repr=False)
+
+    def to_message(self) -> dict[str, Any]:
+        """The call in the OpenAI message shape, the lingua franca of chat histories."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts as the provider reported them; ``None`` where it did not."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    def merged(self, other: Usage) -> Usage:
+        """Later reports win field by field; a field the later report leaves out is kept."""
+        return Usage(
+            input_tokens=_prefer(other.input_tokens, self.input_tokens),
+            output_tokens=_prefer(other.output_tokens, self.output_tokens),
+            reasoning_tokens=_prefer(other.reasoning_tokens, self.reasoning_tokens),
+        )
+
+
+def _prefer(new: int | None, old: int | None) -> int | None:
+    return old if new is None else new
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    """The provider reported token usage (possibly partial; reports merge)."""
+
+    usage: Usage
+    source: str | None = field(default=None, compare=False)
+    kind: Literal["usage"] = field(default="usage", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningState:
+    """Opaque provider reasoning state: a signature, encrypted or redacted reasoning.
+
+    It is kept byte for byte, never shown as text, and scoped to the provider, model and
+    endpoint that produced it: only that provider and model may receive it back. ``block``
+    names the reasoning block it belongs to (an index or an item id). ``repr()`` never shows
+    the payload, so logs and tracebacks cannot leak it.
+    """
+
+    provider: str
+    model: str
+    kind: str
+    payload: str | bytes
+    block: int | str | None = None
+    endpoint: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (
+            f"ReasoningState(provider={self.provider!r}, model={self.model!r}, "
+            f"kind={self.kind!r}, block={self.block!r}, payload=<{len(self.payload)} "
+            f"{'bytes' if isinstance(self.payload, bytes) else 'chars'} hidden>)"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict; bytes payloads are base64 encoded."""
+        is_bytes = isinstance(self.payload, bytes)
+        payload = (
+            base64.b64encode(self.payload).decode("ascii")
+            if isinstance(self.payload, bytes)
+            else self.payload
+        )
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "kind": self.kind,
+            "payload": payload,
+            "payload_is_bytes": is_bytes,
+            "block": self.block,
+            "endpoint": self.endpoint,
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReasoningState:
+        """Rebuild a state written by :meth:`to_json`."""
+        payload = data["payload"]
+        if data.get("payload_is_bytes"):
+            payload = base64.b64decode(payload)
+        return cls(
+            provider=data["provider"],
+            model=data["model"],
+            kind=data["kind"],
+            payload=payload,
+            block=data.get("block"),
+            endpoint=data.get("endpoint"),
+            extra=dict(data.get("extra") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OpaqueState:
+    """The provider handed over opaque reasoning state; it lands on the result, not the channel."""
+
+    state: ReasoningState
+    source: str | None = field(default=None, compare=False)
+    kind: Literal["opaque_state"] = field(default="opaque_state", repr=False)
+
+
+Event: TypeAlias = (
+    ReasoningStart
+    | ReasoningDelta
+    | ReasoningEnd
+    | TextDelta
+    | Finish
+    | ToolCall
+    | UsageReport
+    | OpaqueState
+)
