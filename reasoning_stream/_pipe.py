@@ -472,6 +472,13 @@ class Pipe:
             if not self._deferred:
                 self._deliver()
 
+    def wrap_error(self, error: BaseException) -> ProviderError:
+        """The ``ProviderError`` raised for a failure of the event source (original as cause)."""
+        return ProviderError(
+            f"{self.name}: the provider stream failed: {type(error).__name__}: {error}",
+            provider=self.provider,
+        )
+
     def set_response_id(self, response_id: str | None) -> None:
         """Record the provider's id for this response (used by persistence and recovery)."""
         if response_id:
@@ -590,10 +597,7 @@ class Pipe:
             status = "error"
         elif isinstance(error, Exception):
             status = "error"
-            raised = ProviderError(
-                f"{self.name}: the provider stream failed: {type(error).__name__}: {error}",
-                provider=self.provider,
-            )
+            raised = self.wrap_error(error)
         else:
             # Cancellation (anyio's cancel exception, KeyboardInterrupt, SystemExit).
             status = (

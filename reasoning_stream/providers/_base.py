@@ -1,0 +1,166 @@
+"""What every provider pipe shares: lazy SDK imports, history turns, error mapping."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from .._callbacks import CallbackErrorHandler
+from .._events import ReasoningState
+from .._exceptions import MalformedStreamError, ProviderError, UsageError
+from .._messages import messages_from_prompt, strip_inert_keys
+from .._pipe import Pipe, Prompt
+
+__all__ = ["HistoryTurn", "ProviderPipe", "provider_error", "require"]
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import an optional SDK, or say which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise UsageError(
+            f"this pipe needs the {module!r} package: pip install 'reasoning-stream[{extra}]'"
+        ) from error
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryTurn:
+    """One message of the history, with what this pipe may send back for it.
+
+    ``message`` is the plain dict with inert keys removed. ``states`` is the opaque reasoning
+    state that this pipe's provider, model and endpoint made for the turn and requires back;
+    ``reasoning`` is the turn's readable reasoning, for hosts that ask for it back
+    (``reasoning_content`` on DeepSeek tool turns). Both are empty unless a ``Conversation``
+    decided the provider needs them.
+    """
+
+    message: Mapping[str, Any]
+    states: tuple[ReasoningState, ...] = ()
+    reasoning: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def history_turns(prompt: Prompt | Any, pipe: ProviderPipe) -> list[HistoryTurn]:
+    """The turns to send for ``prompt``: a string, a list of messages, or a conversation."""
+    turns_for = getattr(prompt, "turns_for", None)
+    if callable(turns_for):
+        turns: list[HistoryTurn] = turns_for(pipe)
+        return turns
+    return [HistoryTurn(message) for message in messages_from_prompt(prompt)]
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after")
+    except Exception:
+        return None
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def provider_error(provider: str, error: BaseException, *, what: str | None = None) -> ProviderError:
+    """A ``ProviderError`` for an SDK or transport exception, with status, retry hint and body.
+
+    Reads the attributes the SDKs share (``status_code``, ``response.headers``, ``body``)
+    without importing any SDK. Secrets are never copied: only the status, the provider's
+    error message and the exception type reach the message.
+    """
+    if isinstance(error, ProviderError):
+        return error
+    status = getattr(error, "status_code", None)
+    response = getattr(error, "response", None)
+    if status is None and response is not None:
+        status = getattr(response, "status_code", None)
+    headers = getattr(response, "headers", None) if response is not None else None
+    body = getattr(error, "body", None)
+    summary = what or str(error) or type(error).__name__
+    kind = type(error).__name__
+    message = f"{provider}: {summary} ({kind}"
+    if isinstance(status, int):
+        message += f", HTTP {status}"
+    message += ")"
+    cls = MalformedStreamError if isinstance(error, json.JSONDecodeError) else ProviderError
+    return cls(
+        message,
+        provider=provider,
+        status_code=status if isinstance(status, int) else None,
+        retry_after=_retry_after(headers),
+        body=body,
+    )
+
+
+class ProviderPipe(Pipe):
+    """Base of the provider pipes: a model, a client or an endpoint, and request options.
+
+    Args:
+        model: the provider's model id.
+        client: the SDK's sync or async client (run() needs a sync one unless the pipe can
+            build it; arun() uses an async one, or iterates a sync one in a worker thread).
+        base_url: the API root the provider documents, to build a client.
+        api_key: the key for a client the pipe builds (never shown in errors or reprs).
+        extra_body: extra JSON fields merged into the request body.
+        timeout: seconds to wait for the server (connect and between reads).
+    """
+
+    provider: str | None = None
+    extra: str = "all"
+    """The package extra that installs this pipe's SDK."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        name: str | None = None,
+        escape_markers: bool = True,
+        on_callback_error: CallbackErrorHandler | None = None,
+        stream_model_reasoning: bool = True,
+    ) -> None:
+        super().__init__(
+            name=name,
+            escape_markers=escape_markers,
+            on_callback_error=on_callback_error,
+            stream_model_reasoning=stream_model_reasoning,
+        )
+        self.model = model
+        self.client = client
+        self.base_url = base_url.rstrip("/") if base_url else None
+        self._api_key = api_key
+        self.extra_body: dict[str, Any] = dict(extra_body or {})
+        self.timeout = timeout
+        self.endpoint = self.base_url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, name={self.name!r})"
+
+    def turns(self, prompt: Prompt | Any) -> list[HistoryTurn]:
+        """The history turns to send for ``prompt``."""
+        return history_turns(prompt, self)
+
+    def messages(self, prompt: Prompt | Any) -> list[dict[str, Any]]:
+        """The plain messages of ``prompt`` (inert keys removed), without any provider state."""
+        return [strip_inert_keys(turn.message) for turn in self.turns(prompt)]
+
+    def wrap_error(self, error: BaseException) -> ProviderError:
+        """Map an SDK or transport exception to ``ProviderError``."""
+        return provider_error(self.provider or self.name, error)
+
+
+def as_messages(prompt: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Shorthand for :func:`messages_from_prompt`."""
+    return messages_from_prompt(prompt)

@@ -1,0 +1,84 @@
+"""Small pure helpers the tests share: an independent model of the contract to check against."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from reasoning_stream import Event, ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
+
+# Written independently of the package's grammar, on purpose.
+REFERENCE_TAG = re.compile(
+    r"<(\\*)(/?)(think|thinking|reasoning)[ \t]{0,4}>", re.ASCII | re.IGNORECASE
+)
+
+
+def coalesce(events: Iterable[Event]) -> list[Event]:
+    """Merge adjacent deltas of the same kind, dropping empty ones."""
+    merged: list[Event] = []
+    for event in events:
+        if isinstance(event, ReasoningDelta | TextDelta):
+            if not event.text:
+                continue
+            last = merged[-1] if merged else None
+            if type(last) is type(event):
+                assert isinstance(last, ReasoningDelta | TextDelta)
+                merged[-1] = type(event)(last.text + event.text)
+                continue
+        merged.append(event)
+    return merged
+
+
+def reference_split(text: str, *, start_in_reasoning: bool = False) -> tuple[list[str], str, bool]:
+    """Lossless split by a second, non-incremental reading of the rules.
+
+    Returns (segments, text, truncated) without the auto rule 4.
+    """
+    segments: list[str] = []
+    answer: list[str] = []
+    current: list[str] | None = [] if start_in_reasoning else None
+    pos = 0
+    for match in REFERENCE_TAG.finditer(text):
+        outside = text[pos : match.start()]
+        (answer if current is None else current).append(outside)
+        pos = match.end()
+        backslashes, slash = match.group(1), match.group(2)
+        if backslashes:
+            literal = "<" + backslashes[1:] + match.group(0)[1 + len(backslashes) :]
+            (answer if current is None else current).append(literal)
+        elif slash:
+            if current is not None:
+                segments.append("".join(current))
+                current = None
+        elif current is None:
+            current = []
+    (answer if current is None else current).append(text[pos:])
+    truncated = current is not None
+    if current is not None:
+        segments.append("".join(current))
+    return segments, "".join(answer), truncated
+
+
+def expected_from_script(script: Sequence[Event]) -> tuple[list[str], str]:
+    """The non-empty segments and the text a script of hook events must produce."""
+    segments: list[str] = []
+    text: list[str] = []
+    current: list[str] | None = None
+    for event in script:
+        if isinstance(event, ReasoningDelta) and event.text:
+            if current is None:
+                current = []
+            current.append(event.text)
+        elif isinstance(event, TextDelta) and event.text:
+            if current is not None:
+                segments.append("".join(current))
+                current = None
+            text.append(event.text)
+        elif isinstance(event, ReasoningEnd) and current is not None:
+            segments.append("".join(current))
+            current = None
+        elif isinstance(event, ReasoningStart):
+            pass
+    if current is not None:
+        segments.append("".join(current))
+    return segments, "".join(text)

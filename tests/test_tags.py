@@ -1,0 +1,185 @@
+"""The incremental scanner and the escaper: laws over arbitrary text and every chunking."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reasoning_stream import (
+    Escaper,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    ReasoningStream,
+    Scanner,
+    TextDelta,
+)
+from reasoning_stream._tags import ScanEvent, grammar_for
+from tests.helpers import coalesce, reference_split
+from tests.strategies import chunkings, tag_text, text_and_chunks
+
+LONGEST_TAG = len("</reasoning    >")
+
+
+def scan(chunks: list[str], *, start_in_reasoning: bool = False) -> list[ScanEvent]:
+    scanner = ReasoningStream.scanner(start_in_reasoning=start_in_reasoning)
+    events: list[ScanEvent] = []
+    for chunk in chunks:
+        events += scanner.feed(chunk)
+    return events + scanner.flush()
+
+
+def segments_and_text(events: list[ScanEvent]) -> tuple[list[str], str]:
+    segments: list[str] = []
+    text: list[str] = []
+    current: list[str] | None = None
+    for event in events:
+        if isinstance(event, ReasoningStart):
+            assert current is None, "a segment opened twice"
+            current = []
+        elif isinstance(event, ReasoningEnd):
+            assert current is not None, "a segment closed that was not open"
+            segments.append("".join(current))
+            current = None
+        elif isinstance(event, ReasoningDelta):
+            assert current is not None, "reasoning outside a segment"
+            current.append(event.text)
+        else:
+            assert current is None, "text inside a segment"
+            text.append(event.text)
+    assert current is None, "flush left a segment open"
+    return segments, "".join(text)
+
+
+def test_scanner_events() -> None:
+    scanner = Scanner()
+    events = scanner.feed("a<thi") + scanner.feed("nk>b</think") + scanner.feed(">c")
+    assert events + scanner.flush() == [
+        TextDelta("a"),
+        ReasoningStart(),
+        ReasoningDelta("b"),
+        ReasoningEnd(),
+        TextDelta("c"),
+    ]
+
+
+def test_empty_segment_is_a_start_and_an_end() -> None:
+    assert scan(["<think></think>"]) == [ReasoningStart(), ReasoningEnd()]
+
+
+def test_flush_closes_an_open_segment_and_releases_held_text() -> None:
+    assert coalesce(scan(["<think>x</thi"])) == [
+        ReasoningStart(),
+        ReasoningDelta("x</thi"),
+        ReasoningEnd(),
+    ]
+
+
+def test_start_in_reasoning_opens_before_the_first_byte() -> None:
+    assert scan(["r</think>t"], start_in_reasoning=True) == [
+        ReasoningStart(),
+        ReasoningDelta("r"),
+        ReasoningEnd(),
+        TextDelta("t"),
+    ]
+
+
+def test_plain_chunks_go_out_at_once() -> None:
+    scanner = Scanner()
+    assert scanner.feed("hello") == [TextDelta("hello")]
+    assert scanner.feed("a <b") == [TextDelta("a <b")]
+
+
+def test_many_backslashes_never_grow_the_hold_back() -> None:
+    scanner = Scanner()
+    out: list[ScanEvent] = scanner.feed("<")
+    for _ in range(100):
+        out += scanner.feed("\\")
+        assert len(scanner.held) <= 1
+    out += scanner.feed("think>") + scanner.flush()
+    assert coalesce(out) == [TextDelta("<" + "\\" * 99 + "think>")]
+
+
+def test_custom_tags_that_share_prefixes() -> None:
+    scanner = Scanner(tags=["ab", "abab", "aba"])
+    events = scanner.feed("<ab") + scanner.feed("a") + scanner.feed("b>x</ab>y") + scanner.flush()
+    expected = [ReasoningStart(), ReasoningDelta("x"), ReasoningEnd(), TextDelta("y")]
+    assert coalesce(events) == expected
+
+
+@given(text_and_chunks(), st.booleans())
+def test_chunking_never_changes_the_events(case: tuple[str, list[str]], start: bool) -> None:
+    text, chunks = case
+    assert coalesce(scan(chunks, start_in_reasoning=start)) == coalesce(
+        scan([text], start_in_reasoning=start)
+    )
+
+
+@given(text_and_chunks(), st.booleans())
+def test_scanner_agrees_with_lossless_split(case: tuple[str, list[str]], start: bool) -> None:
+    text, chunks = case
+    segments, answer = segments_and_text(scan(chunks, start_in_reasoning=start))
+    result = ReasoningStream.split(text, lossless=True, assume_open=start)
+    assert (segments, answer) == (list(result.segments), result.text)
+    assert (segments, answer) == reference_split(text, start_in_reasoning=start)[:2]
+
+
+@given(tag_text)
+def test_one_character_chunks_agree_with_whole_input(text: str) -> None:
+    assert coalesce(scan(list(text))) == coalesce(scan([text]))
+
+
+@given(text_and_chunks())
+def test_hold_back_is_bounded_and_only_an_unfinished_tag(case: tuple[str, list[str]]) -> None:
+    text, chunks = case
+    scanner = Scanner()
+    fed = ""
+    for chunk in chunks:
+        scanner.feed(chunk)
+        fed += chunk
+        held = scanner.held
+        assert len(held) <= LONGEST_TAG - 1 == scanner.max_holdback
+        assert fed.endswith(held)
+        if held:
+            assert "<" in fed[-len(held) - 1 :]
+
+
+@given(tag_text, st.data())
+def test_escape_then_split_gives_back_the_payload(payload: str, data: st.DataObject) -> None:
+    escaper = Escaper()
+    escaped = "".join(escaper.feed(chunk) for chunk in data.draw(chunkings(payload)))
+    escaped += escaper.flush()
+    assert escaped == grammar_for().escape(payload)
+    result = ReasoningStream.split(escaped, lossless=True)
+    assert (result.text, result.segments, result.truncated) == (payload, (), False)
+    # Nothing in escaped text can act as a marker.
+    assert coalesce(scan([escaped])) == ([TextDelta(payload)] if payload else [])
+
+
+@given(tag_text, st.data())
+def test_escaped_payload_inside_markers_round_trips(payload: str, data: st.DataObject) -> None:
+    escaper = Escaper()
+    body = "".join(escaper.feed(chunk) for chunk in data.draw(chunkings(payload)))
+    body += escaper.flush()
+    collected = ReasoningStream.OPEN_TAG + body + ReasoningStream.CLOSE_TAG
+    result = ReasoningStream.split(collected, lossless=True)
+    assert result.segments == (payload,)
+    assert result.text == ""
+
+
+@given(text_and_chunks())
+def test_escaper_hold_back_is_bounded(case: tuple[str, list[str]]) -> None:
+    _, chunks = case
+    escaper = Escaper()
+    for chunk in chunks:
+        escaper.feed(chunk)
+        assert len(escaper.held) <= LONGEST_TAG - 2
+
+
+def test_escaper_splits_partial_tags_across_deltas() -> None:
+    escaper = Escaper()
+    assert escaper.feed("x<thi") == "x<"
+    assert escaper.feed("nk>") == "\\think>"
+    assert escaper.feed("</") == "<"
+    assert escaper.feed("b>") == "/b>"
+    assert escaper.flush() == ""
