@@ -131,7 +131,7 @@ def test_one_character_chunks_agree_with_whole_input(text: str) -> None:
 
 @given(text_and_chunks())
 def test_hold_back_is_bounded_and_only_an_unfinished_tag(case: tuple[str, list[str]]) -> None:
-    text, chunks = case
+    _, chunks = case
     scanner = Scanner()
     fed = ""
     for chunk in chunks:
