@@ -600,9 +600,7 @@ class Pipe:
             raised = self.wrap_error(error)
         else:
             # Cancellation (anyio's cancel exception, KeyboardInterrupt, SystemExit).
-            status = (
-                "cancelled_after_partial_answer" if capture.text else "cancelled_before_answer"
-            )
+            status = "cancelled_after_partial_answer" if capture.text else "cancelled_before_answer"
         result = self._make_result(status, error)
         self.last_result = result
         if isinstance(raised, ReasoningStreamError):

@@ -39,9 +39,7 @@ class ReasoningStream:
     """Written to the channel when a reasoning segment ends, before text resumes."""
 
     @staticmethod
-    def scanner(
-        *, start_in_reasoning: bool = False, tags: Iterable[str] | None = None
-    ) -> Scanner:
+    def scanner(*, start_in_reasoning: bool = False, tags: Iterable[str] | None = None) -> Scanner:
         """A new incremental scanner: ``feed(chunk)`` then ``flush()``, returning events.
 
         ``start_in_reasoning`` is for streams whose template already wrote the open tag.

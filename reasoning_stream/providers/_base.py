@@ -69,7 +69,9 @@ def _retry_after(headers: Any) -> float | None:
         return None
 
 
-def provider_error(provider: str, error: BaseException, *, what: str | None = None) -> ProviderError:
+def provider_error(
+    provider: str, error: BaseException, *, what: str | None = None
+) -> ProviderError:
     """A ``ProviderError`` for an SDK or transport exception, with status, retry hint and body.
 
     Reads the attributes the SDKs share (``status_code``, ``response.headers``, ``body``)
