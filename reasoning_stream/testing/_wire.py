@@ -650,7 +650,7 @@ class WireServer:
             client = openai.OpenAI(base_url=server.url + "/v1", api_key="k")
     """
 
-    def __init__(self, *replies: Transcript | Reply | str) -> None:
+    def __init__(self, *replies: Transcript | Reply | str | os.PathLike[str]) -> None:
         self.requests: list[RecordedRequest] = []
         self._routes: list[_Route] = []
         self._lock = threading.Lock()
@@ -661,12 +661,16 @@ class WireServer:
         for reply in replies:
             self.add(reply)
 
-    def add(self, reply: Transcript | Reply | str, **options: Unpack[ReplyOptions]) -> Self:
+    def add(
+        self,
+        reply: Transcript | Reply | str | os.PathLike[str],
+        **options: Unpack[ReplyOptions],
+    ) -> Self:
         """Queue a reply on its transcript's route; ``options`` are :class:`Reply` fields.
 
-        A string is a transcript name or path for :meth:`Transcript.load`.
+        A string or path is a transcript name or file for :meth:`Transcript.load`.
         """
-        if isinstance(reply, str):
+        if isinstance(reply, str | os.PathLike):
             reply = Transcript.load(reply)
         if isinstance(reply, Transcript):
             reply = Reply(reply, **options)
