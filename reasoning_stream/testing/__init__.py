@@ -5,5 +5,15 @@ provider wire transcripts on 127.0.0.1 so the real SDK clients can be pointed at
 """
 
 from ._scripted import ScriptedPipe, ScriptItem
+from ._wire import RecordedRequest, Reply, ReplyOptions, Transcript, TranscriptFormat, WireServer
 
-__all__ = ["ScriptItem", "ScriptedPipe"]
+__all__ = [
+    "RecordedRequest",
+    "Reply",
+    "ReplyOptions",
+    "ScriptItem",
+    "ScriptedPipe",
+    "Transcript",
+    "TranscriptFormat",
+    "WireServer",
+]
