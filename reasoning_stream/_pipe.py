@@ -190,8 +190,9 @@ class Pipe:
         self.on_callback_error = on_callback_error
         self.stream_model_reasoning = stream_model_reasoning
         self.last_result: PipeResult | None = None
-        self._callbacks: list[StreamingCallback] = []
-        self._event_callbacks: list[EventCallback] = []
+        # Tuples, replaced on change: delivery iterates them without copying.
+        self._callbacks: tuple[StreamingCallback, ...] = ()
+        self._event_callbacks: tuple[EventCallback, ...] = ()
         self._outbox: list[str] = []
         self._event_outbox: list[Event] = []
         self._deferred = False
@@ -211,23 +212,23 @@ class Pipe:
     def set_streaming_callback(self, callback: StreamingCallback) -> Self:
         """Add a callback for channel chunks (``str``); re-adding the same one is a no-op."""
         if not any(existing is callback for existing in self._callbacks):
-            self._callbacks.append(callback)
+            self._callbacks = (*self._callbacks, callback)
         return self
 
     def remove_streaming_callback(self, callback: StreamingCallback) -> Self:
         """Remove a streaming callback added earlier; unknown callbacks are ignored."""
-        self._callbacks = [c for c in self._callbacks if c is not callback]
+        self._callbacks = tuple(c for c in self._callbacks if c is not callback)
         return self
 
     def set_event_callback(self, callback: EventCallback) -> Self:
         """Add a callback for typed events; reasoning events obey the same gate as the channel."""
         if not any(existing is callback for existing in self._event_callbacks):
-            self._event_callbacks.append(callback)
+            self._event_callbacks = (*self._event_callbacks, callback)
         return self
 
     def remove_event_callback(self, callback: EventCallback) -> Self:
         """Remove an event callback added earlier; unknown callbacks are ignored."""
-        self._event_callbacks = [c for c in self._event_callbacks if c is not callback]
+        self._event_callbacks = tuple(c for c in self._event_callbacks if c is not callback)
         return self
 
     @property
@@ -348,7 +349,7 @@ class Pipe:
         chunks = self._outbox
         if chunks:
             self._outbox = []
-            callbacks = tuple(self._callbacks)
+            callbacks = self._callbacks
             for index, chunk in enumerate(chunks):
                 for callback in callbacks:
                     try:
@@ -361,7 +362,7 @@ class Pipe:
         events = self._event_outbox
         if events:
             self._event_outbox = []
-            event_callbacks = tuple(self._event_callbacks)
+            event_callbacks = self._event_callbacks
             for event in events:
                 for event_callback in event_callbacks:
                     try:
@@ -377,7 +378,7 @@ class Pipe:
         chunks = self._outbox
         if chunks:
             self._outbox = []
-            callbacks = tuple(self._callbacks)
+            callbacks = self._callbacks
             for index, chunk in enumerate(chunks):
                 for callback in callbacks:
                     try:
@@ -389,7 +390,7 @@ class Pipe:
         events = self._event_outbox
         if events:
             self._event_outbox = []
-            event_callbacks = tuple(self._event_callbacks)
+            event_callbacks = self._event_callbacks
             for event in events:
                 for event_callback in event_callbacks:
                     try:
@@ -443,7 +444,12 @@ class Pipe:
 
     def handle_event(self, event: Event) -> None:
         """Route one event through the hooks and into the capture."""
-        if isinstance(event, TextDelta):
+        kind = type(event)
+        if kind is TextDelta:
+            self.emit_text(event.text)  # type: ignore[union-attr]
+        elif kind is ReasoningDelta:
+            self.emit_reasoning_chunk(event.text)  # type: ignore[union-attr]
+        elif isinstance(event, TextDelta):
             self.emit_text(event.text)
         elif isinstance(event, ReasoningDelta):
             self.emit_reasoning_chunk(event.text)

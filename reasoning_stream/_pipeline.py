@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Self
 
@@ -178,8 +177,4 @@ class Pipeline:
 
 def _audience_changes(previous: Pipe, following: Pipe) -> bool:
     """Whether held characters must go out now: the next pipe's callbacks are not the same."""
-    return _ids(previous._callbacks) != _ids(following._callbacks)
-
-
-def _ids(callbacks: Sequence[object]) -> list[int]:
-    return [id(c) for c in callbacks]
+    return [id(c) for c in previous._callbacks] != [id(c) for c in following._callbacks]

@@ -39,7 +39,7 @@ class TagGrammar:
     Build it through :func:`grammar_for`, which caches one grammar per name set.
     """
 
-    __slots__ = ("_lookahead", "max_tag_length", "names", "partial", "tag")
+    __slots__ = ("_lookahead", "_starters", "max_tag_length", "names", "partial", "tag")
 
     def __init__(self, names: Iterable[str]) -> None:
         cleaned: list[str] = []
@@ -71,6 +71,21 @@ class TagGrammar:
             _FLAGS,
         )
         self.max_tag_length = 1 + 1 + len(by_length[0]) + MAX_SPACES + 1
+        # The characters that may follow "<" in a tag; any other "<" is plain text.
+        self._starters = frozenset(
+            "/\\" + "".join(n[0] for n in self.names) + "".join(n[0].upper() for n in self.names)
+        )
+
+    def may_hold_tag(self, data: str) -> bool:
+        """Whether any ``<`` in ``data`` could begin a tag (a cheap test before the regexes)."""
+        starters = self._starters
+        end = len(data) - 1
+        i = data.find("<")
+        while i >= 0:
+            if i == end or data[i + 1] in starters:
+                return True
+            i = data.find("<", i + 1)
+        return False
 
     def partial_start(self, data: str, start: int) -> int:
         """Where an unfinished tag begins at the end of ``data[start:]``, or -1.
@@ -173,7 +188,11 @@ class Scanner:
 
     def feed(self, chunk: str) -> list[ScanEvent]:
         """Scan one chunk; return the events it completes."""
-        if not self._pending and not self._head and "<" not in chunk:
+        if (
+            not self._pending
+            and not self._head
+            and ("<" not in chunk or not self._grammar.may_hold_tag(chunk))
+        ):
             if not chunk:
                 return []
             return [ReasoningDelta(chunk) if self._in_reasoning else TextDelta(chunk)]
@@ -286,7 +305,7 @@ class Escaper:
         """Escape one delta; return what can go out now."""
         pending = self._pending
         if pending is None:
-            if "<" not in text:
+            if "<" not in text or not self._grammar.may_hold_tag(text):
                 return text
             data = text
         else:

@@ -1,0 +1,19 @@
+"""Run every benchmark and print tables of ratios: ``python -m benchmarks.run``."""
+
+from __future__ import annotations
+
+import platform
+
+from . import bench_pipe, bench_scanner
+
+
+def main() -> None:
+    print(
+        f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}\n"
+    )
+    bench_scanner.main()
+    bench_pipe.main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The ``reasoning-stream`` command line (also ``python -m reasoning_stream``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from ._stream import ReasoningStream
+
+__all__ = ["main"]
+
+
+def _split_command(args: argparse.Namespace) -> int:
+    source = sys.stdin if args.file in (None, "-") else open(args.file, encoding="utf-8")
+    with source:
+        collected = source.read()
+    assume_open: bool | None = True if args.assume_open else None
+    result = ReasoningStream.split(collected, lossless=args.lossless, assume_open=assume_open)
+    json.dump(
+        {
+            "reasoning": result.reasoning,
+            "text": result.text,
+            "segments": list(result.segments),
+            "truncated": result.truncated,
+        },
+        sys.stdout,
+        ensure_ascii=False,
+        indent=2,
+    )
+    sys.stdout.write("\n")
+    return 0
+
+
+def _demo_command(args: argparse.Namespace) -> int:
+    from ._demo import run_demo
+
+    return run_demo(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the command line."""
+    parser = argparse.ArgumentParser(
+        prog="reasoning-stream",
+        description="Stream a reasoning model's thinking and answer through one channel.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="show the whole contract offline (no API key)")
+    demo.add_argument("--provider", default=None, help="replay one provider's transcript")
+    demo.add_argument("--raw", action="store_true", help="print the marker-wrapped channel bytes")
+    demo.set_defaults(handler=_demo_command)
+    split = commands.add_parser("split", help="split collected channel text into JSON")
+    split.add_argument("file", nargs="?", default="-", help="a file, or - for standard input")
+    split.add_argument("--lossless", action="store_true", help="keep every byte and segment")
+    split.add_argument(
+        "--assume-open", action="store_true", help="the text starts inside reasoning"
+    )
+    split.set_defaults(handler=_split_command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    status: int = args.handler(args)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
