@@ -79,8 +79,8 @@ def main() -> dict[str, float]:
     for size, label in ((100_000, "100 KB"), (10_000_000, "10 MB")):
         chunks = chunked(tagged_text(size))
         repeat = 5 if size < 1_000_000 else 1
-        floor = measure(lambda: floor_split(chunks), repeat=repeat)
-        ours = measure(lambda: scanner_split(chunks), repeat=repeat)
+        floor = measure(lambda chunks=chunks: floor_split(chunks), repeat=repeat)
+        ours = measure(lambda chunks=chunks: scanner_split(chunks), repeat=repeat)
         timings[size] = ours
         print(row(f"str.find floor, {label}", floor, floor, len(chunks)))
         print(row(f"Scanner.feed, {label}", ours, floor, len(chunks)))

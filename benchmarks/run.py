@@ -8,9 +8,8 @@ from . import bench_pipe, bench_scanner
 
 
 def main() -> None:
-    print(
-        f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}\n"
-    )
+    python = f"{platform.python_implementation()} {platform.python_version()}"
+    print(f"machine: {platform.machine()}, {python}\n")
     bench_scanner.main()
     bench_pipe.main()
 

@@ -13,9 +13,11 @@ __all__ = ["main"]
 
 
 def _split_command(args: argparse.Namespace) -> int:
-    source = sys.stdin if args.file in (None, "-") else open(args.file, encoding="utf-8")
-    with source:
-        collected = source.read()
+    if args.file in (None, "-"):
+        collected = sys.stdin.read()
+    else:
+        with open(args.file, encoding="utf-8") as source:
+            collected = source.read()
     assume_open: bool | None = True if args.assume_open else None
     result = ReasoningStream.split(collected, lossless=args.lossless, assume_open=assume_open)
     json.dump(
