@@ -1,0 +1,71 @@
+"""The public surface: names users import stay put."""
+
+from __future__ import annotations
+
+import importlib
+
+import reasoning_stream
+import reasoning_stream.testing
+
+
+def test_top_level_all_is_sorted_and_importable() -> None:
+    names = reasoning_stream.__all__
+    assert list(names) == sorted(names)
+    for name in names:
+        assert getattr(reasoning_stream, name) is not None
+
+
+def test_contract_names_are_exported() -> None:
+    for name in (
+        "ReasoningStream",
+        "Split",
+        "ReasoningStart",
+        "ReasoningDelta",
+        "ReasoningEnd",
+        "TextDelta",
+        "Finish",
+        "Pipe",
+        "PipeResult",
+        "Pipeline",
+        "ReasoningState",
+        "ReasoningStreamError",
+        "ProviderError",
+        "UsageError",
+        "MalformedStreamError",
+    ):
+        assert name in reasoning_stream.__all__
+    assert {"ScriptedPipe", "WireServer"} <= set(reasoning_stream.testing.__all__)
+
+
+def test_provider_pipes_are_exported_lazily() -> None:
+    providers = importlib.import_module("reasoning_stream.providers")
+    assert sorted(providers.__all__) == [
+        "AnthropicPipe",
+        "BedrockPipe",
+        "GeminiPipe",
+        "OllamaPipe",
+        "OpenAIChatPipe",
+        "OpenAIResponsesPipe",
+        "OpenRouterPipe",
+    ]
+
+
+def test_events_compare_without_source_and_are_frozen() -> None:
+    from dataclasses import FrozenInstanceError
+
+    import pytest
+
+    delta = reasoning_stream.TextDelta("x", source="a")
+    assert delta == reasoning_stream.TextDelta("x", source="b")
+    assert delta.kind == "text_delta"
+    with pytest.raises(FrozenInstanceError):
+        delta.text = "y"  # type: ignore[misc]
+    assert reasoning_stream.Finish("length").reason == "length"
+
+
+def test_reasoning_state_repr_hides_the_payload() -> None:
+    state = reasoning_stream.ReasoningState("anthropic", "m", "signature", "SECRET-SIG")
+    assert "SECRET-SIG" not in repr(state)
+    assert reasoning_stream.ReasoningState.from_json(state.to_json()) == state
+    raw = reasoning_stream.ReasoningState("bedrock", "m", "redacted", b"\x00\xffbytes")
+    assert reasoning_stream.ReasoningState.from_json(raw.to_json()) == raw
