@@ -10,7 +10,11 @@ import reasoning_stream.testing
 
 def test_top_level_all_is_sorted_and_importable() -> None:
     names = reasoning_stream.__all__
-    assert list(names) == sorted(names)
+
+    def isort_style(name: str) -> tuple[int, str]:
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert list(names) == sorted(names, key=isort_style)
     for name in names:
         assert getattr(reasoning_stream, name) is not None
 
