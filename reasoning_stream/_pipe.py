@@ -37,7 +37,13 @@ from ._events import (
     Usage,
     UsageReport,
 )
-from ._exceptions import CallbackError, ProviderError, ReasoningStreamError, UsageError
+from ._exceptions import (
+    CallbackError,
+    MalformedStreamError,
+    ProviderError,
+    ReasoningStreamError,
+    UsageError,
+)
 from ._stream import ReasoningStream
 from ._tags import Escaper
 
@@ -51,6 +57,7 @@ Status: TypeAlias = Literal[
 ]
 Prompt: TypeAlias = "str | Sequence[Mapping[str, Any]]"
 
+_RETRY_STATUSES = frozenset({408, 409, 429, 529})
 _OPEN = ReasoningStream.OPEN_TAG
 _CLOSE = ReasoningStream.CLOSE_TAG
 _clock = time.perf_counter
@@ -201,8 +208,44 @@ class Pipe:
         self._owns_channel = True
         self._capture = _Capture()
         self._segment_open = False
+        self._delivered = False
+        self._retries = 0
+        self._retry_backoff = 0.5
+        self._retry_max_delay = 8.0
 
     # ----------------------------------------------------------------------- configuration
+
+    def set_retries(self, attempts: int, *, backoff: float = 0.5, max_delay: float = 8.0) -> Self:
+        """Retry a failed request up to ``attempts`` times, but only before any callback saw a byte.
+
+        A retry after the first chunk or event reached a subscriber would show it the same
+        text twice, so once anything was delivered a failure is final. Retried failures are
+        HTTP 408, 409, 429, 5xx and 529, and transport failures before the stream began
+        (connection refused or reset). The wait is the provider's ``Retry-After`` when it sent
+        one, else ``backoff * 2**attempt``, both capped at ``max_delay`` seconds. Off by default.
+        """
+        if attempts < 0 or backoff < 0 or max_delay < 0:
+            raise ValueError("attempts, backoff and max_delay must not be negative")
+        self._retries = attempts
+        self._retry_backoff = backoff
+        self._retry_max_delay = max_delay
+        return self
+
+    def _retry_delay(self, error: BaseException, attempt: int) -> float | None:
+        """Seconds to wait before retrying after ``error``, or ``None`` when it is final."""
+        if attempt >= self._retries or self._delivered:
+            return None
+        if not isinstance(error, ProviderError) or isinstance(error, MalformedStreamError):
+            return None
+        status = error.status_code
+        if status is None:
+            if error.result is not None and (error.result.text or error.result.model_reasoning):
+                return None
+        elif status not in _RETRY_STATUSES and not 500 <= status < 600:
+            return None
+        if error.retry_after is not None:
+            return min(max(error.retry_after, 0.0), self._retry_max_delay)
+        return float(min(self._retry_backoff * 2**attempt, self._retry_max_delay))
 
     def set_stream_model_reasoning(self, on: bool) -> Self:
         """Gate reasoning bytes (and markers) to the callbacks; capture is unaffected."""
@@ -350,6 +393,8 @@ class Pipe:
         if chunks:
             self._outbox = []
             callbacks = self._callbacks
+            if callbacks:
+                self._delivered = True
             for index, chunk in enumerate(chunks):
                 for callback in callbacks:
                     try:
@@ -363,6 +408,8 @@ class Pipe:
         if events:
             self._event_outbox = []
             event_callbacks = self._event_callbacks
+            if event_callbacks:
+                self._delivered = True
             for event in events:
                 for event_callback in event_callbacks:
                     try:
@@ -379,6 +426,8 @@ class Pipe:
         if chunks:
             self._outbox = []
             callbacks = self._callbacks
+            if callbacks:
+                self._delivered = True
             for index, chunk in enumerate(chunks):
                 for callback in callbacks:
                     try:
@@ -391,6 +440,8 @@ class Pipe:
         if events:
             self._event_outbox = []
             event_callbacks = self._event_callbacks
+            if event_callbacks:
+                self._delivered = True
             for event in events:
                 for event_callback in event_callbacks:
                     try:
@@ -499,6 +550,19 @@ class Pipe:
         async callback); either way ``last_result`` and the error's ``.result`` hold the capture.
         """
         self._check_sync_callbacks()
+        self._delivered = False
+        attempt = 0
+        while True:
+            try:
+                return self._run_once(prompt)
+            except ProviderError as error:
+                delay = self._retry_delay(error, attempt)
+                if delay is None:
+                    raise
+            attempt += 1
+            time.sleep(delay)
+
+    def _run_once(self, prompt: Prompt) -> PipeResult:
         self._begin(deferred=False)
         try:
             source = self.iter_events(prompt)
@@ -532,6 +596,19 @@ class Pipe:
         Async callbacks are awaited in order on this task, so a slow subscriber slows the
         reader instead of growing a buffer. Cancellation closes the stream and the segment.
         """
+        self._delivered = False
+        attempt = 0
+        while True:
+            try:
+                return await self._arun_once(prompt)
+            except ProviderError as error:
+                delay = self._retry_delay(error, attempt)
+                if delay is None:
+                    raise
+            attempt += 1
+            await anyio.sleep(delay)
+
+    async def _arun_once(self, prompt: Prompt) -> PipeResult:
         self._begin(deferred=True)
         try:
             source = self.aiter_events(prompt)
