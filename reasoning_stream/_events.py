@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
 __all__ = [
@@ -27,9 +27,22 @@ __all__ = [
 ]
 
 
+def _event_repr(self: Any) -> str:
+    """Fields in order; ``source`` only when set, so plain events read as they are written."""
+    parts = []
+    for item in fields(self):
+        value = getattr(self, item.name)
+        if item.name == "source" and value is None:
+            continue
+        parts.append(f"{item.name}={value!r}")
+    return f"{type(self).__name__}({', '.join(parts)})"
+
+
 @dataclass(frozen=True, slots=True)
 class ReasoningStart:
     """A reasoning segment opens."""
+
+    __repr__ = _event_repr
 
     source: str | None = field(default=None, compare=False)
     kind: ClassVar[Literal["reasoning_start"]] = "reasoning_start"
@@ -38,6 +51,8 @@ class ReasoningStart:
 @dataclass(frozen=True, slots=True, init=False)
 class ReasoningDelta:
     """A piece of the model's reasoning."""
+
+    __repr__ = _event_repr
 
     text: str
     source: str | None = field(default=None, compare=False)
@@ -52,6 +67,8 @@ class ReasoningDelta:
 class ReasoningEnd:
     """The open reasoning segment closes."""
 
+    __repr__ = _event_repr
+
     source: str | None = field(default=None, compare=False)
     kind: ClassVar[Literal["reasoning_end"]] = "reasoning_end"
 
@@ -59,6 +76,8 @@ class ReasoningEnd:
 @dataclass(frozen=True, slots=True, init=False)
 class TextDelta:
     """A piece of the answer."""
+
+    __repr__ = _event_repr
 
     text: str
     source: str | None = field(default=None, compare=False)
@@ -87,6 +106,8 @@ _set_text_source = _slot_setter(TextDelta, "source")
 class Finish:
     """The stream ended with a stop reason: ``"stop"``, ``"length"``, ``"tool_calls"``, ..."""
 
+    __repr__ = _event_repr
+
     reason: str = "stop"
     source: str | None = field(default=None, compare=False)
     kind: ClassVar[Literal["finish"]] = "finish"
@@ -95,6 +116,8 @@ class Finish:
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A complete tool call: ``arguments`` is the JSON text the model wrote."""
+
+    __repr__ = _event_repr
 
     id: str
     name: str
@@ -135,6 +158,8 @@ def _prefer(new: int | None, old: int | None) -> int | None:
 @dataclass(frozen=True, slots=True)
 class UsageReport:
     """The provider reported token usage (possibly partial; reports merge)."""
+
+    __repr__ = _event_repr
 
     usage: Usage
     source: str | None = field(default=None, compare=False)
@@ -205,6 +230,8 @@ class ReasoningState:
 @dataclass(frozen=True, slots=True)
 class OpaqueState:
     """The provider handed over opaque reasoning state; it lands on the result, not the channel."""
+
+    __repr__ = _event_repr
 
     state: ReasoningState
     source: str | None = field(default=None, compare=False)

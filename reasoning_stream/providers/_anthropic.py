@@ -120,7 +120,7 @@ class AnthropicTranslator:
     []
     >>> translator.feed({"type": "content_block_delta", "index": 0,
     ...                  "delta": {"type": "text_delta", "text": "Hi"}})
-    [TextDelta(text='Hi', source=None)]
+    [TextDelta(text='Hi')]
     """
 
     def __init__(

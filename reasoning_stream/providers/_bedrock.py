@@ -201,9 +201,9 @@ class ConverseStreamTranslator:
     >>> t = ConverseStreamTranslator(model="m")
     >>> t.feed({"contentBlockDelta": {"contentBlockIndex": 0,
     ...         "delta": {"reasoningContent": {"text": "hm"}}}})
-    [ReasoningDelta(text='hm', source=None)]
+    [ReasoningDelta(text='hm')]
     >>> t.feed({"contentBlockStop": {"contentBlockIndex": 0}})
-    [ReasoningEnd(source=None)]
+    [ReasoningEnd()]
     """
 
     def __init__(

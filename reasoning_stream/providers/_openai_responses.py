@@ -121,7 +121,7 @@ class OpenAIResponsesTranslator:
 
     >>> translator = OpenAIResponsesTranslator(model="o4-mini")
     >>> translator.feed({"type": "response.output_text.delta", "delta": "Hi", "output_index": 0})
-    [TextDelta(text='Hi', source=None)]
+    [TextDelta(text='Hi')]
     """
 
     def __init__(
