@@ -1,0 +1,121 @@
+"""OpenRouter: the OpenAI-compatible adapter configured for OpenRouter's reasoning fields.
+
+OpenRouter streams Chat Completions chunks whose deltas carry ``reasoning`` (text) and
+``reasoning_details`` (structured items: ``reasoning.text``, ``reasoning.summary``,
+``reasoning.encrypted``), sends ``: OPENROUTER PROCESSING`` comment lines as keep-alives, and
+reports failures after the stream started as a chunk with an ``error`` object. It needs no SDK:
+the lean httpx + httpx-sse transport of :mod:`._openai_chat` reads it. Nothing here re-implements
+the translation; only the configuration differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+import httpx
+
+from .._callbacks import CallbackErrorHandler
+from ._openai_chat import InlineTags, OpenAIChatPipe
+
+__all__ = ["OPENROUTER_BASE_URL", "OpenRouterPipe"]
+
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+"""OpenRouter's documented API root."""
+
+
+class OpenRouterPipe(OpenAIChatPipe):
+    """An OpenRouter chat stream into one channel (httpx + httpx-sse, no SDK).
+
+    Reasoning comes from ``delta.reasoning``, or from ``delta.reasoning_details`` when that is
+    the only source. Every ``reasoning_details`` item is kept verbatim, merged per index
+    across chunks, as a ``ReasoningState(kind="reasoning_details")``; given back through a
+    ``Conversation``, the assistant message carries them as ``reasoning_details`` exactly as
+    received, which is how OpenRouter preserves reasoning blocks (signatures included)
+    across tool calls. Readable reasoning is not re-sent unless ``send_reasoning_back=True``
+    (as the message's ``reasoning`` field).
+
+    Args:
+        model: an OpenRouter model id, e.g. ``"anthropic/claude-sonnet-4"``.
+        client: an ``httpx.Client`` (for ``run()``) or ``httpx.AsyncClient`` (for ``arun()``);
+            ``http_client=`` is the same. Without one the pipe builds its own.
+        base_url: the API root (default ``https://openrouter.ai/api/v1``).
+        api_key: the key; default the ``OPENROUTER_API_KEY`` environment variable.
+        reasoning_options: OpenRouter's ``reasoning`` request object, e.g.
+            ``{"effort": "high"}``, ``{"max_tokens": 2000}``, ``{"exclude": True}``.
+        inline_tags, start_in_reasoning, tags: as for :class:`OpenAIChatPipe`; OpenRouter
+            separates reasoning itself, so ``start_in_reasoning`` defaults to ``False``.
+        include_usage: also request ``stream_options.include_usage`` (OpenRouter reports
+            usage in the last chunk without it).
+        extra_body: fields merged into the request body (``provider`` routing, ``models``...).
+
+    >>> pipe = OpenRouterPipe("deepseek/deepseek-r1", reasoning_options={"effort": "high"})
+    >>> pipe.set_streaming_callback(print).run("Why is the sky blue?")  # doctest: +SKIP
+    """
+
+    provider: str | None = "openrouter"
+    # Only the core dependencies (httpx, httpx-sse) are needed; "all" is the catch-all extra.
+    extra: str = "all"
+    reasoning_fields: ClassVar[tuple[str, ...]] = ("reasoning", "reasoning_details")
+    reasoning_passback_field: ClassVar[str] = "reasoning"
+    default_base_url: ClassVar[str] = OPENROUTER_BASE_URL
+    api_key_env: ClassVar[str] = "OPENROUTER_API_KEY"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: httpx.Client | httpx.AsyncClient | None = None,
+        http_client: httpx.Client | httpx.AsyncClient | None = None,
+        base_url: str | None = OPENROUTER_BASE_URL,
+        api_key: str | None = None,
+        reasoning_options: Mapping[str, Any] | None = None,
+        inline_tags: InlineTags = "auto",
+        start_in_reasoning: bool | None = None,
+        tags: Iterable[str] | None = None,
+        include_usage: bool = False,
+        send_reasoning_back: bool | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        name: str | None = None,
+        escape_markers: bool = True,
+        on_callback_error: CallbackErrorHandler | None = None,
+        stream_model_reasoning: bool = True,
+    ) -> None:
+        super().__init__(
+            model,
+            client=client,
+            http_client=http_client,
+            base_url=base_url,
+            api_key=api_key,
+            transport="httpx",
+            inline_tags=inline_tags,
+            start_in_reasoning=start_in_reasoning,
+            tags=tags,
+            include_usage=include_usage,
+            send_reasoning_back=send_reasoning_back,
+            extra_body=extra_body,
+            timeout=timeout,
+            name=name,
+            escape_markers=escape_markers,
+            on_callback_error=on_callback_error,
+            stream_model_reasoning=stream_model_reasoning,
+        )
+        self.reasoning_options: dict[str, Any] | None = (
+            dict(reasoning_options) if reasoning_options is not None else None
+        )
+
+    def _detect_start_in_reasoning(self, model: str) -> bool:
+        # OpenRouter moves a model's reasoning into its own field, R1 included: content that
+        # starts inside reasoning would only come from reasoning excluded upstream.
+        return False
+
+    def _auto_send_reasoning(self, message: Mapping[str, Any]) -> bool:
+        # reasoning_details states are OpenRouter's way back; the readable text is redundant.
+        return False
+
+    def request_options(self) -> dict[str, Any]:
+        """OpenRouter's ``reasoning`` object, when configured."""
+        if self.reasoning_options is None:
+            return {}
+        return {"reasoning": dict(self.reasoning_options)}
