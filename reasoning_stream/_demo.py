@@ -1,65 +1,205 @@
-"""``reasoning-stream demo``: the whole contract, offline, with no API key."""
+"""``reasoning-stream demo``: the whole contract, offline, through the real SDK clients.
+
+The demo starts a :class:`~reasoning_stream.testing.WireServer` on 127.0.0.1 with bundled
+transcripts and points the official clients at it, so every byte goes through the same parsing
+a live run would. By default it runs a two-pipe Pipeline: a DeepSeek-style OpenAI-compatible
+model writes a haiku, and an Anthropic model with signed extended thinking reviews it. One
+channel carries both; ``split()`` then recovers each pipe's reasoning and the answers.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from typing import IO, Any
 
-from ._events import Finish, ReasoningDelta, TextDelta, Usage, UsageReport
+from ._pipe import Pipe, PipeResult
 from ._pipeline import Pipeline
+from ._render import ChannelRenderer
 from ._stream import ReasoningStream
-from .testing import ScriptedPipe
+from .testing import Reply, Transcript, WireServer
 
-__all__ = ["run_demo"]
+__all__ = ["DEMO_PROVIDERS", "build_demo_pipe", "run_demo"]
+
+DELAY = 0.02
+"""Seconds between wire chunks, so the stream is watchable."""
+
+_KEY = "demo-key-not-secret"
+
+# provider -> (transcript, model, pipe class name)
+DEMO_PROVIDERS: dict[str, tuple[str, str]] = {
+    "openai": ("openai_chat_reasoning_content", "deepseek-reasoner"),
+    "responses": ("openai_responses_summary", "o4-mini"),
+    "anthropic": ("anthropic_thinking", "claude-sonnet-4-6"),
+    "bedrock": ("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6"),
+    "ollama": ("ollama_chat_reasoning", "qwen3"),
+    "openrouter": ("openrouter_reasoning", "anthropic/claude-sonnet-4"),
+    "gemini": ("gemini_reasoning", "gemini-2.5-flash"),
+}
+"""What ``demo --provider NAME`` replays: a bundled transcript and the model it names."""
 
 
-def run_demo(args: argparse.Namespace) -> int:
-    """Stream a two-pipe pipeline into one channel, then show what ``split()`` recovers."""
-    out = sys.stdout
-    chunks: list[str] = []
-    writer = ScriptedPipe(
-        [
-            ReasoningDelta("The user wants a haiku about streams. "),
-            0.05,
-            ReasoningDelta("Five, seven, five syllables."),
-            TextDelta("Bytes drift through the pipe,\n"),
-            TextDelta("thoughts wrapped in <think> tags - escaped,\n"),
-            TextDelta("answers find the shore."),
-            UsageReport(Usage(input_tokens=12, output_tokens=40, reasoning_tokens=18)),
-            Finish("stop"),
-        ],
-        name="writer",
-    )
-    critic = ScriptedPipe(
-        lambda draft: [
-            ReasoningDelta(f"Checking a {len(draft)}-character draft."),
-            TextDelta("Verdict: a fine haiku."),
-            Finish("stop"),
-        ],
-        name="critic",
-    )
-    pipeline = Pipeline(writer, critic)
+def build_demo_pipe(provider: str, model: str, url: str, *, name: str | None = None) -> Pipe:
+    """A provider pipe whose official client talks to the local server at ``url``."""
+    from . import providers
 
-    def show(chunk: str) -> None:
-        chunks.append(chunk)
-        out.write(chunk)
-        out.flush()
+    if provider in ("openai", "responses"):
+        import openai
 
-    pipeline.set_streaming_callback(show)
-    result = pipeline.run("Write a haiku about streaming.")
-    out.write("\n\n")
-    if args.raw:
-        return 0
-    split = ReasoningStream.split("".join(chunks))
-    out.write("split() recovered:\n")
-    for index, segment in enumerate(split.segments, 1):
-        out.write(f"  reasoning segment {index}: {segment!r}\n")
-    out.write(f"  text: {split.text!r}\n")
-    for pipe_result in result.results:
-        usage = pipe_result.usage
-        out.write(
-            f"  {pipe_result.source}: status={pipe_result.status} "
-            f"reasoning_tokens={usage.reasoning_tokens} "
-            f"total={pipe_result.timings.total:.3f}s\n"
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key=_KEY, max_retries=0)
+        if provider == "openai":
+            return providers.OpenAIChatPipe(model, client=client, name=name)
+        return providers.OpenAIResponsesPipe(model, client=client, name=name)
+    if provider == "anthropic":
+        import anthropic
+
+        return providers.AnthropicPipe(
+            model, client=anthropic.Anthropic(base_url=url, api_key=_KEY, max_retries=0), name=name
         )
+    if provider == "bedrock":
+        import boto3
+        from botocore.config import Config
+
+        bedrock = boto3.client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=url,
+            aws_access_key_id="demo",
+            aws_secret_access_key=_KEY,
+            config=Config(retries={"total_max_attempts": 1}),
+        )
+        return providers.BedrockPipe(model, client=bedrock, name=name)
+    if provider == "ollama":
+        import ollama
+
+        return providers.OllamaPipe(model, client=ollama.Client(host=url), name=name)
+    if provider == "openrouter":
+        return providers.OpenRouterPipe(model, base_url=f"{url}/api/v1", api_key=_KEY, name=name)
+    if provider == "gemini":
+        return providers.GeminiPipe(model, base_url=f"{url}/v1beta", api_key=_KEY, name=name)
+    raise ValueError(f"unknown provider {provider!r}; choose from {sorted(DEMO_PROVIDERS)}")
+
+
+def run_demo(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
+    """Stream the demo into one channel, then show what ``split()`` and the results hold."""
+    out = out or sys.stdout
+    raw = bool(getattr(args, "raw", False))
+    provider = getattr(args, "provider", None)
+    chunks: list[str] = []
+    renderer = ChannelRenderer(out, raw=raw)
+
+    def channel(chunk: str) -> None:
+        chunks.append(chunk)
+        renderer(chunk)
+
+    with WireServer() as server:
+        runner: Callable[[], list[PipeResult]]
+        if provider is None:
+            server.add(Reply(Transcript.load("demo_deepseek"), delay=DELAY))
+            server.add(Reply(Transcript.load("demo_anthropic"), delay=DELAY))
+            writer = build_demo_pipe("openai", "deepseek-reasoner", server.url, name="writer")
+            critic = build_demo_pipe("anthropic", "claude-sonnet-4-6", server.url, name="critic")
+            pipeline = Pipeline(writer, critic).set_streaming_callback(channel)
+            prompt = "Write a haiku about streaming a model's thoughts."
+
+            def runner() -> list[PipeResult]:
+                return list(pipeline.run(prompt).results)
+
+        else:
+            transcript, model = DEMO_PROVIDERS[provider]
+            server.add(Reply(Transcript.load(transcript), delay=DELAY))
+            pipe = build_demo_pipe(provider, model, server.url, name=provider)
+            pipe.set_streaming_callback(channel)
+
+            def runner() -> list[PipeResult]:
+                return [pipe.run("What is 2 + 2?")]
+
+        if not raw:
+            out.write(f"Replaying recorded wire bytes from {server.url} through the real SDKs.\n\n")
+        results = runner()
+    renderer.close()
+    if raw:
+        return 0
+    _report(out, "".join(chunks), results)
     return 0
+
+
+def _report(out: IO[str], collected: str, results: list[PipeResult]) -> None:
+    split = ReasoningStream.split(collected, lossless=True)
+    lossless_ok = split.segments == tuple(
+        segment for result in results for segment in result.reasoning_segments
+    ) and split.text == "".join(result.text for result in results)
+    rows: list[tuple[str, ...]] = []
+    for result in results:
+        usage, timings = result.usage, result.timings
+        states = ", ".join(sorted({state.kind for state in result.reasoning_state})) or "-"
+        rows.append(
+            (
+                result.source or "-",
+                result.provider or "-",
+                result.status,
+                f"{len(result.reasoning_segments)} / {len(result.model_reasoning)} chars",
+                states,
+                f"{_n(usage.input_tokens)} / {_n(usage.output_tokens)} / "
+                f"{_n(usage.reasoning_tokens)}",
+                f"{_s(timings.time_to_first_reasoning)} / {_s(timings.time_to_first_text)}",
+                f"{timings.reasoning_duration:.2f} s",
+                f"{timings.total:.2f} s",
+            )
+        )
+    header = (
+        "pipe",
+        "provider",
+        "status",
+        "segments / reasoning",
+        "opaque state",
+        "tokens in / out / reasoning",
+        "first reasoning / text",
+        "thinking",
+        "total",
+    )
+    out.write("\n")
+    if not _rich_table(out, header, rows):
+        _plain_table(out, header, rows)
+    out.write(
+        f"\nsplit() of the collected channel: {len(split.segments)} reasoning segment(s), "
+        f"{len(split.text)} characters of answer, truncated={split.truncated}.\n"
+        f"split(channel, lossless=True) equals every result's reasoning and text: {lossless_ok}\n"
+    )
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def _rich_table(out: IO[str], header: tuple[str, ...], rows: list[tuple[str, ...]]) -> bool:
+    if not out.isatty():
+        return False
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        return False
+    table = Table(title="What each pipe captured")
+    for name in header:
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*row)
+    Console(file=out).print(table)
+    return True
+
+
+def _plain_table(out: IO[str], header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+
+    def line(cells: tuple[Any, ...]) -> str:
+        return "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths, strict=True))
+
+    out.write(line(header).rstrip() + "\n")
+    for row in rows:
+        out.write(line(row).rstrip() + "\n")

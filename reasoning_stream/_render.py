@@ -37,14 +37,18 @@ class ChannelRenderer:
             except ImportError:  # rich is an extra; plain text is a fine fallback
                 pass
             else:
-                self._console = Console(file=stream, highlight=False, soft_wrap=True)
+                self._console = Console(
+                    file=stream, highlight=False, soft_wrap=True, force_terminal=True
+                )
         self._segment_started = 0.0
         self._at_line_start = True
+        self._wrote_any = False
+        self._reader_gone = False
+        self._after_thought = False
 
     def __call__(self, chunk: str) -> None:
         if self._raw:
-            self._stream.write(chunk)
-            self._stream.flush()
+            self._write(chunk)
             return
         for event in self._scanner.feed(chunk):
             self._show(event)
@@ -54,17 +58,22 @@ class ChannelRenderer:
         if not self._raw:
             for event in self._scanner.flush():
                 self._show(event)
-        self._stream.flush()
 
     def _write(self, text: str, style: str | None = None) -> None:
-        if not text:
+        if not text or self._reader_gone:
             return
-        if self._console is not None:
-            self._console.print(text, style=style, end="", markup=False)
-        else:
-            self._stream.write(text)
+        try:
+            if self._console is not None:
+                self._console.print(text, style=style, end="", markup=False)
+            else:
+                self._stream.write(text)
+            self._stream.flush()
+        except BrokenPipeError:
+            # The reader left (`| head`); the run goes on and its result is still captured.
+            self._reader_gone = True
+            return
         self._at_line_start = text.endswith("\n")
-        self._stream.flush()
+        self._wrote_any = True
 
     def _newline(self) -> None:
         if not self._at_line_start:
@@ -73,7 +82,9 @@ class ChannelRenderer:
     def _show(self, event: object) -> None:
         if isinstance(event, ReasoningStart):
             self._segment_started = time.perf_counter()
-            self._newline()
+            if self._wrote_any:
+                self._newline()
+                self._write("\n")
             self._write("Thinking\n", "bold dim")
         elif isinstance(event, ReasoningDelta):
             self._write(event.text, "dim italic")
@@ -81,5 +92,11 @@ class ChannelRenderer:
             elapsed = time.perf_counter() - self._segment_started
             self._newline()
             self._write(f"(thought for {elapsed:.1f} s)\n\n", "dim")
+            self._after_thought = True
         elif isinstance(event, TextDelta):
-            self._write(event.text)
+            text = event.text
+            if self._after_thought:
+                # The layout already separates the answer from the thought above it.
+                text = text.lstrip("\n")
+                self._after_thought = not text
+            self._write(text)
