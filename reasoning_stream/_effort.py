@@ -213,6 +213,11 @@ def _ask_for(reasoning: object) -> _Ask | None:
     raise ValueError(f"reasoning={reasoning!r} is not a reasoning setting; {_ALLOWED}")
 
 
+def validate_reasoning(reasoning: object) -> None:
+    """Raise ``ValueError`` unless ``reasoning`` is a valid setting (checked at construction)."""
+    _ask_for(reasoning)
+
+
 def _nearest_level(budget: int) -> ReasoningLevel:
     if budget < _NEAREST_LOW_BELOW:
         return "low"

@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 
 from .._callbacks import CallbackErrorHandler
+from .._effort import Reasoning
 from .._events import (
     Event,
     Finish,
@@ -521,6 +522,7 @@ class AnthropicPipe(ProviderPipe):
         escape_markers: bool = True,
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
     ) -> None:
         super().__init__(
             model,
@@ -533,10 +535,13 @@ class AnthropicPipe(ProviderPipe):
             escape_markers=escape_markers,
             on_callback_error=on_callback_error,
             stream_model_reasoning=stream_model_reasoning,
+            reasoning=reasoning,
         )
         if max_tokens is not None and max_tokens < 1:
             raise UsageError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.max_tokens = max_tokens
+        if thinking is not None and reasoning is not None:
+            raise UsageError("give either thinking= (the raw config) or reasoning=, not both")
         self.thinking: dict[str, Any] | None = dict(thinking) if thinking is not None else None
         self._sync_client: Any = None
         self._async_client: Any = None
@@ -574,6 +579,7 @@ class AnthropicPipe(ProviderPipe):
             )
         if self.thinking is not None:
             body["thinking"] = dict(self.thinking)
+        body = self.with_reasoning(body)
         body.update(self.extra_body)
         return body
 

@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 from .._callbacks import CallbackErrorHandler
+from .._effort import Reasoning, ReasoningPlan, merge_params, plan_reasoning, validate_reasoning
 from .._events import ReasoningState
 from .._exceptions import MalformedStreamError, ProviderError, UsageError
 from .._messages import messages_from_prompt, strip_inert_keys
@@ -113,6 +114,9 @@ class ProviderPipe(Pipe):
         api_key: the key for a client the pipe builds (never shown in errors or reprs).
         extra_body: extra JSON fields merged into the request body.
         timeout: seconds to wait for the server (connect and between reads).
+        reasoning: one reasoning-effort knob: ``None`` (the provider's default), ``False``,
+            ``True``, ``"low"``, ``"medium"``, ``"high"`` or a token budget (``int``), mapped
+            to the provider's native parameters (see :meth:`reasoning_plan`).
     """
 
     provider: str | None = None
@@ -132,7 +136,10 @@ class ProviderPipe(Pipe):
         escape_markers: bool = True,
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
     ) -> None:
+        validate_reasoning(reasoning)
+        self.reasoning: Reasoning = reasoning
         super().__init__(
             name=name,
             escape_markers=escape_markers,
@@ -149,6 +156,33 @@ class ProviderPipe(Pipe):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, name={self.name!r})"
+
+    def reasoning_plan(self) -> ReasoningPlan:
+        """The native parameters (and warnings) ``reasoning=`` becomes for this provider and model.
+
+        Nothing is called: this shows what the next request will carry.
+        """
+        return plan_reasoning(
+            self.provider or "",
+            self.reasoning_model_id(),
+            self.reasoning,
+            max_tokens=self.reasoning_max_tokens(),
+        )
+
+    def reasoning_model_id(self) -> str:
+        """The model id the effort table is keyed on."""
+        return self.model or ""
+
+    def reasoning_max_tokens(self) -> int | None:
+        """The output limit this pipe sends, which budget-based thinking must stay under."""
+        value = getattr(self, "max_tokens", None)
+        return value if isinstance(value, int) else None
+
+    def with_reasoning(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` with the effort plan's parameters deep-merged in (before ``extra_body``)."""
+        if self.reasoning is None:
+            return request
+        return merge_params(request, self.reasoning_plan().params)
 
     def turns(self, prompt: Prompt | Any) -> list[HistoryTurn]:
         """The history turns to send for ``prompt``."""

@@ -41,6 +41,7 @@ from typing import Any, Literal
 import anyio
 
 from .._callbacks import CallbackErrorHandler
+from .._effort import Reasoning, merge_params
 from .._events import (
     Event,
     Finish,
@@ -987,6 +988,7 @@ class BedrockPipe(ProviderPipe):
         escape_markers: bool = True,
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
     ) -> None:
         if api not in ("converse", "invoke"):
             raise UsageError(f"BedrockPipe api must be 'converse' or 'invoke', not {api!r}")
@@ -1002,6 +1004,7 @@ class BedrockPipe(ProviderPipe):
             escape_markers=escape_markers,
             on_callback_error=on_callback_error,
             stream_model_reasoning=stream_model_reasoning,
+            reasoning=reasoning,
         )
         self.model_id: str = model
         """The model or inference profile id (``model`` as a plain ``str``)."""
@@ -1077,6 +1080,7 @@ class BedrockPipe(ProviderPipe):
                 request["inferenceConfig"] = inference
             if self.additional_model_request_fields:
                 request["additionalModelRequestFields"] = dict(self.additional_model_request_fields)
+            request = self.with_reasoning(request)
             request.update(self.extra_body)
             return request
         return {"modelId": self.model_id, "body": json.dumps(self.invoke_body(turns))}
@@ -1114,6 +1118,14 @@ class BedrockPipe(ProviderPipe):
         if self.top_p is not None:
             body["top_p"] = self.top_p
         body.update(self.additional_model_request_fields)
+        if self.reasoning is not None:
+            # Invoke bodies are the model's native request: the Converse-shaped plan's model
+            # fields go in at the top level, and its token limit becomes ``max_tokens``.
+            params = self.reasoning_plan().params
+            body = merge_params(body, params.get("additionalModelRequestFields", {}))
+            limit = params.get("inferenceConfig", {}).get("maxTokens")
+            if limit is not None:
+                body["max_tokens"] = limit
         body.update(self.extra_body)
         return body
 

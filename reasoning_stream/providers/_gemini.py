@@ -39,6 +39,7 @@ import httpx
 import httpx_sse
 
 from .._callbacks import CallbackErrorHandler
+from .._effort import Reasoning
 from .._events import (
     Event,
     Finish,
@@ -476,6 +477,7 @@ class GeminiPipe(ProviderPipe):
         escape_markers: bool = True,
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
     ) -> None:
         super().__init__(
             model.removeprefix("models/"),
@@ -488,6 +490,7 @@ class GeminiPipe(ProviderPipe):
             escape_markers=escape_markers,
             on_callback_error=on_callback_error,
             stream_model_reasoning=stream_model_reasoning,
+            reasoning=reasoning,
         )
         self.include_thoughts = include_thoughts
         self.thinking_config: dict[str, Any] = dict(thinking_config or {})
@@ -549,7 +552,7 @@ class GeminiPipe(ProviderPipe):
         thinking.update(self.thinking_config)
         if thinking:
             body["generationConfig"] = {"thinkingConfig": thinking}
-        return _merge(body, self.extra_body)
+        return _merge(self.with_reasoning(body), self.extra_body)
 
     def _model_turn(self, turn: HistoryTurn, calls: Sequence[_Call]) -> list[dict[str, Any]]:
         # Only signatures this provider and model made go back; reasoning text never does.

@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeAlias
 import anyio
 
 from .._callbacks import CallbackErrorHandler
+from .._effort import Reasoning
 from .._events import (
     Event,
     Finish,
@@ -308,6 +309,7 @@ class OllamaPipe(ProviderPipe):
         escape_markers: bool = True,
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
     ) -> None:
         if api not in ("chat", "generate"):
             raise UsageError(f"api must be 'chat' or 'generate', not {api!r}")
@@ -324,7 +326,10 @@ class OllamaPipe(ProviderPipe):
             escape_markers=escape_markers,
             on_callback_error=on_callback_error,
             stream_model_reasoning=stream_model_reasoning,
+            reasoning=reasoning,
         )
+        if think is not None and reasoning is not None:
+            raise UsageError("give either think= (Ollama's own switch) or reasoning=, not both")
         self.api: Literal["chat", "generate"] = api
         self.think: Think = think
         self.tools: list[dict[str, Any]] = [dict(tool) for tool in tools or ()]
@@ -367,6 +372,7 @@ class OllamaPipe(ProviderPipe):
             request["think"] = self.think
         if self.options:
             request["options"] = dict(self.options)
+        request = self.with_reasoning(request)
         if self.extra_body:
             unknown = set(self.extra_body) - _accepted_keywords(self.api)
             if unknown:

@@ -24,6 +24,7 @@ import anyio
 import httpx
 
 from .._callbacks import CallbackErrorHandler
+from .._effort import Reasoning
 from .._events import (
     Event,
     Finish,
@@ -551,6 +552,7 @@ class OpenAIChatPipe(ProviderPipe):
         escape_markers: bool = True,
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
     ) -> None:
         super().__init__(
             model,
@@ -563,6 +565,7 @@ class OpenAIChatPipe(ProviderPipe):
             escape_markers=escape_markers,
             on_callback_error=on_callback_error,
             stream_model_reasoning=stream_model_reasoning,
+            reasoning=reasoning,
         )
         if transport not in ("sdk", "httpx"):
             raise UsageError(f"transport must be 'sdk' or 'httpx', got {transport!r}")
@@ -651,6 +654,7 @@ class OpenAIChatPipe(ProviderPipe):
         if self.include_usage:
             body["stream_options"] = {"include_usage": True}
         body.update(self.request_options())
+        body = self.with_reasoning(body)
         body.update(self.extra_body)
         return body
 

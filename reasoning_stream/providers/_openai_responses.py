@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 
 from .._callbacks import CallbackErrorHandler
+from .._effort import Reasoning
 from .._events import (
     Event,
     Finish,
@@ -625,6 +626,7 @@ class OpenAIResponsesPipe(ProviderPipe):
         escape_markers: bool = True,
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
     ) -> None:
         super().__init__(
             model,
@@ -637,6 +639,7 @@ class OpenAIResponsesPipe(ProviderPipe):
             escape_markers=escape_markers,
             on_callback_error=on_callback_error,
             stream_model_reasoning=stream_model_reasoning,
+            reasoning=reasoning,
         )
         self.store = store
         self.reasoning_summary = reasoning_summary
@@ -678,6 +681,7 @@ class OpenAIResponsesPipe(ProviderPipe):
             body["store"] = self.store
         if self.store is False:
             body["include"] = [_ENCRYPTED_INCLUDE]
+        body = self.with_reasoning(body)
         for key, value in self.extra_body.items():
             current = body.get(key)
             if isinstance(current, dict) and isinstance(value, Mapping):

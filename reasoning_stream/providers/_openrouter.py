@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import httpx
 
 from .._callbacks import CallbackErrorHandler
+from .._effort import Reasoning
 from ._openai_chat import InlineTags, OpenAIChatPipe
 
 __all__ = ["OPENROUTER_BASE_URL", "OpenRouterPipe"]
@@ -81,6 +82,7 @@ class OpenRouterPipe(OpenAIChatPipe):
         escape_markers: bool = True,
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
     ) -> None:
         super().__init__(
             model,
@@ -100,6 +102,7 @@ class OpenRouterPipe(OpenAIChatPipe):
             escape_markers=escape_markers,
             on_callback_error=on_callback_error,
             stream_model_reasoning=stream_model_reasoning,
+            reasoning=reasoning,
         )
         self.reasoning_options: dict[str, Any] | None = (
             dict(reasoning_options) if reasoning_options is not None else None
