@@ -10,6 +10,15 @@ reasoning and the answer from anything collected off that channel.
 'Hello!'
 """
 
+from ._effort import (
+    Reasoning,
+    ReasoningLevel,
+    ReasoningPlan,
+    ReasoningWarning,
+    effort_table,
+    merge_params,
+    plan_reasoning,
+)
 from ._events import (
     Event,
     Finish,
@@ -30,6 +39,12 @@ from ._exceptions import (
     ReasoningStreamError,
     UsageError,
 )
+from ._messages import (
+    INERT_MESSAGE_KEYS,
+    PROVENANCE_KEY,
+    PROVENANCE_VALUES,
+    strip_inert_keys,
+)
 from ._pipe import Pipe, PipeResult, Prompt, Status, Timings
 from ._pipeline import Pipeline, PipelineResult
 from ._stream import ReasoningStream, Split
@@ -37,6 +52,9 @@ from ._tags import DEFAULT_TAGS, Escaper, Scanner
 
 __all__ = [
     "DEFAULT_TAGS",
+    "INERT_MESSAGE_KEYS",
+    "PROVENANCE_KEY",
+    "PROVENANCE_VALUES",
     "CallbackError",
     "Escaper",
     "Event",
@@ -49,12 +67,16 @@ __all__ = [
     "PipelineResult",
     "Prompt",
     "ProviderError",
+    "Reasoning",
     "ReasoningDelta",
     "ReasoningEnd",
+    "ReasoningLevel",
+    "ReasoningPlan",
     "ReasoningStart",
     "ReasoningState",
     "ReasoningStream",
     "ReasoningStreamError",
+    "ReasoningWarning",
     "Scanner",
     "Split",
     "Status",
@@ -64,6 +86,10 @@ __all__ = [
     "Usage",
     "UsageError",
     "UsageReport",
+    "effort_table",
+    "merge_params",
+    "plan_reasoning",
+    "strip_inert_keys",
 ]
 
 __version__ = "0.1.0"
