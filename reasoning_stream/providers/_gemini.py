@@ -449,7 +449,8 @@ class GeminiPipe(ProviderPipe):
         tools: OpenAI-style function tools (become ``functionDeclarations``) or native Gemini
             tool objects (passed through).
         client: an ``httpx.Client`` (for ``run()``) or ``httpx.AsyncClient`` (``arun()``).
-        base_url: the API root (default ``https://generativelanguage.googleapis.com/v1beta``).
+        base_url: the API root (default: ``GEMINI_BASE_URL`` from the environment, else
+            ``https://generativelanguage.googleapis.com/v1beta``).
         api_key: sent as ``x-goog-api-key`` (default ``$GEMINI_API_KEY``, else
             ``$GOOGLE_API_KEY``); never put in the URL, and scrubbed from error messages.
 
@@ -482,7 +483,7 @@ class GeminiPipe(ProviderPipe):
         super().__init__(
             model.removeprefix("models/"),
             client=client,
-            base_url=base_url or DEFAULT_BASE_URL,
+            base_url=base_url or os.environ.get("GEMINI_BASE_URL") or DEFAULT_BASE_URL,
             api_key=api_key,
             extra_body=extra_body,
             timeout=timeout,

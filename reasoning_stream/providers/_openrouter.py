@@ -10,6 +10,7 @@ the translation; only the configuration differs.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -40,7 +41,8 @@ class OpenRouterPipe(OpenAIChatPipe):
         model: an OpenRouter model id, e.g. ``"anthropic/claude-sonnet-4"``.
         client: an ``httpx.Client`` (for ``run()``) or ``httpx.AsyncClient`` (for ``arun()``);
             ``http_client=`` is the same. Without one the pipe builds its own.
-        base_url: the API root (default ``https://openrouter.ai/api/v1``).
+        base_url: the API root (default: ``OPENROUTER_BASE_URL`` from the environment, else
+            ``https://openrouter.ai/api/v1``).
         api_key: the key; default the ``OPENROUTER_API_KEY`` environment variable.
         reasoning_options: OpenRouter's ``reasoning`` request object, e.g.
             ``{"effort": "high"}``, ``{"max_tokens": 2000}``, ``{"exclude": True}``.
@@ -68,7 +70,7 @@ class OpenRouterPipe(OpenAIChatPipe):
         *,
         client: httpx.Client | httpx.AsyncClient | None = None,
         http_client: httpx.Client | httpx.AsyncClient | None = None,
-        base_url: str | None = OPENROUTER_BASE_URL,
+        base_url: str | None = None,
         api_key: str | None = None,
         reasoning_options: Mapping[str, Any] | None = None,
         inline_tags: InlineTags = "auto",
@@ -88,7 +90,7 @@ class OpenRouterPipe(OpenAIChatPipe):
             model,
             client=client,
             http_client=http_client,
-            base_url=base_url,
+            base_url=base_url or os.environ.get("OPENROUTER_BASE_URL") or OPENROUTER_BASE_URL,
             api_key=api_key,
             transport="httpx",
             inline_tags=inline_tags,
