@@ -1,4 +1,4 @@
-"""Every Python snippet in the README runs, against the loopback WireServer where it needs a provider."""
+"""Every Python snippet in the README runs, against the WireServer where it needs a provider."""
 
 from __future__ import annotations
 
