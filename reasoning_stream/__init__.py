@@ -10,6 +10,7 @@ reasoning and the answer from anything collected off that channel.
 'Hello!'
 """
 
+from ._conversation import Conversation, GenerationRecord, PassbackPolicy, TurnRecord
 from ._effort import (
     Reasoning,
     ReasoningLevel,
@@ -56,11 +57,14 @@ __all__ = [
     "PROVENANCE_KEY",
     "PROVENANCE_VALUES",
     "CallbackError",
+    "Conversation",
     "Escaper",
     "Event",
     "Finish",
+    "GenerationRecord",
     "MalformedStreamError",
     "OpaqueState",
+    "PassbackPolicy",
     "Pipe",
     "PipeResult",
     "Pipeline",
@@ -83,6 +87,7 @@ __all__ = [
     "TextDelta",
     "Timings",
     "ToolCall",
+    "TurnRecord",
     "Usage",
     "UsageError",
     "UsageReport",
