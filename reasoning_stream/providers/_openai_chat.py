@@ -11,11 +11,9 @@ model starts inside reasoning, and what goes back to the host in later turns.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias
@@ -459,22 +457,6 @@ def _usage(usage: Any) -> Usage:
     )
 
 
-def _running_loop_identity() -> object | None:
-    """The running event loop (asyncio) or run (trio): async clients must not cross them."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            token: object = trio.lowlevel.current_trio_token()
-        except RuntimeError:
-            return None
-        return token
-    return None
-
-
 def _is_async_client(client: Any) -> bool:
     if isinstance(client, httpx.AsyncClient):
         return True
@@ -586,7 +568,6 @@ class OpenAIChatPipe(ProviderPipe):
         self.send_reasoning_back = send_reasoning_back
         self._sync_client: Any = None
         self._async_client: Any = None
-        self._built_async: tuple[object | None, Any] | None = None
         given = [c for c in (client, http_client) if c is not None]
         if len(given) > 1:
             raise UsageError("give client= or http_client=, not both")
@@ -718,23 +699,22 @@ class OpenAIChatPipe(ProviderPipe):
         return self._sync_client
 
     def _client_for_arun(self) -> Any:
-        """The async client, or ``None`` to iterate the sync one in a worker thread."""
+        """The async client, or ``None`` to iterate the sync one in a worker thread.
+
+        A client the pipe builds itself serves one ``arun()`` and is closed at its end
+        (``aiter_events`` does it): its connections belong to the running event loop, and the
+        SDK's async client, left to the garbage collector, closes itself on whatever asyncio
+        loop runs then, which fails for a trio run's sockets. Pass ``client=`` to keep
+        connections across runs.
+        """
         if self._async_client is not None:
             return self._async_client
         if self._client_given:
             return None
-        loop = _running_loop_identity()
-        built = self._built_async
-        if built is not None and built[0] is loop:
-            return built[1]
-        # A client's connections belong to the event loop that opened them: build one per loop.
         if self.transport == "httpx":
-            client: Any = httpx.AsyncClient(timeout=self._http_timeout())
-        else:
-            openai = require("openai", self.extra)
-            client = openai.AsyncOpenAI(**self._sdk_options())
-        self._built_async = (loop, client)
-        return client
+            return httpx.AsyncClient(timeout=self._http_timeout())
+        openai = require("openai", self.extra)
+        return openai.AsyncOpenAI(**self._sdk_options())
 
     def _sdk_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {}
@@ -774,15 +754,7 @@ class OpenAIChatPipe(ProviderPipe):
             self._sync_client = client
 
     async def aclose(self) -> None:
-        """Close the async client this pipe built for the running event loop."""
-        built, self._built_async = self._built_async, None
-        if built is None:
-            return
-        client = built[1]
-        if isinstance(client, httpx.AsyncClient):
-            await client.aclose()
-        else:
-            await client.close()
+        """Nothing to close: an async client the pipe builds lives for one ``arun()`` only."""
 
     # ------------------------------------------------------------------------------ streams
 
@@ -832,6 +804,18 @@ class OpenAIChatPipe(ProviderPipe):
                 with anyio.CancelScope(shield=True):
                     await threaded.aclose()  # type: ignore[attr-defined]
             return
+        owned = client is not self._async_client
+        inner = self._astream(client, prompt)
+        try:
+            async for event in inner:
+                yield event
+        finally:
+            with anyio.CancelScope(shield=True):
+                await inner.aclose()  # type: ignore[attr-defined]
+                if owned:
+                    await (client.aclose() if self.transport == "httpx" else client.close())
+
+    async def _astream(self, client: Any, prompt: Prompt) -> AsyncIterator[Event]:
         body = self.build_request(prompt)
         translator = self.translator()
         source: AsyncIterator[Any]

@@ -808,10 +808,18 @@ class OpenAIResponsesPipe(ProviderPipe):
         return self._sync_client
 
     def async_client(self) -> Any:
-        """The async client for arun(); ``None`` when only a sync client was given."""
-        if self._async_client is None and self.client is None:
-            self._async_client = self._build_client("AsyncOpenAI")
-        return self._async_client
+        """The async client for arun(); ``None`` when only a sync client was given.
+
+        A client the pipe builds itself serves one ``arun()`` and is closed at its end: the
+        SDK's async client binds its connections to the running event loop, and one left for
+        the garbage collector is closed on whatever asyncio loop runs then (a trio run's
+        sockets included), which fails.
+        """
+        if self._async_client is not None:
+            return self._async_client
+        if self.client is None:
+            return self._build_client("AsyncOpenAI")
+        return None
 
     def translator(self) -> OpenAIResponsesTranslator:
         """A fresh translator for one response."""
@@ -847,6 +855,7 @@ class OpenAIResponsesPipe(ProviderPipe):
     async def aiter_events(self, prompt: Prompt) -> AsyncIterator[Event]:
         """Stream one response with the async client (or a sync one in a worker thread)."""
         client = self.async_client()
+        owned = client is not None and client is not self._async_client
         if client is None:
             inner = super().aiter_events(prompt)
             try:
@@ -875,9 +884,11 @@ class OpenAIResponsesPipe(ProviderPipe):
             for event in translator.finish():
                 yield event
         finally:
-            if stream is not None:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                if stream is not None:
                     await stream.close()
+                if owned:
+                    await client.close()
 
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map an SDK or transport exception to ``ProviderError`` with status and retry hint."""
