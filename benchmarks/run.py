@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 
-from . import bench_pipe, bench_scanner
+from . import bench_pipe, bench_providers, bench_scanner
 
 
 def main() -> None:
@@ -12,6 +12,7 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {python}\n")
     bench_scanner.main()
     bench_pipe.main()
+    bench_providers.main()
 
 
 if __name__ == "__main__":

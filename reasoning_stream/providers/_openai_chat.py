@@ -104,6 +104,15 @@ def _get(obj: Any, name: str) -> Any:
         return obj.get(name)
     if obj is None:
         return None
+    fields = getattr(obj, "__dict__", None)
+    if fields is not None and hasattr(obj, "__pydantic_extra__"):
+        # A pydantic model: declared fields live in __dict__, undeclared ones in the extra
+        # dict. getattr() of an undeclared name takes pydantic's slow missing-attribute path
+        # (microseconds per miss, several misses per chunk), so read both dicts directly.
+        if name in fields:
+            return fields[name]
+        extra = obj.__pydantic_extra__
+        return extra.get(name) if extra else None
     if isinstance(obj, Mapping):
         return obj.get(name)
     value = getattr(obj, name, None)

@@ -1,0 +1,857 @@
+"""Provider stacks side by side over one loopback Chat Completions stream.
+
+A WireServer replays a 20,000-chunk OpenAI-compatible SSE stream at ``POST
+/v1/chat/completions``. It runs in a child process, so ``time.process_time`` here counts the
+client's CPU only. The stream comes in two shapes:
+
+* case A: ``reasoning_content`` deltas, then ``content`` deltas (DeepSeek's API, vLLM);
+* case B: ``<think>`` tags inline in ``content``, 3-5 characters a chunk, so the tags straddle
+  chunks (llama.cpp, R1 distillations behind an OpenAI-compatible server).
+
+Every row reads the same bytes with a sync loop and collects reasoning and answer (the async
+pipe is an extra row). The table gives CPU and wall time per chunk; how far the resident set's
+peak rose during one read (Linux's ``VmHWM``, reset through ``/proc/self/clear_refs``, so the
+read runs at full speed; ``--heap`` measures tracemalloc's Python-heap peak instead, in an extra
+read about 5x slower); the CPU ratios to the floor (httpx + httpx-sse + ``json.loads``) and to
+the bare openai SDK loop; what a 20x longer stream costs (linear is 20x, per-request overhead
+makes it less); and whether the tool leaked tags into the answer or did not hand the reasoning
+over apart from it.
+
+LiteLLM and pydantic-ai rows need ``pip install litellm pydantic-ai-slim[openai]``; without them
+the rows say "not installed".
+
+Run alone: ``python -m benchmarks.bench_providers`` (``--chunks N`` for another length,
+``--profile`` to see where the pipes spend their own time, ``--heap``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import ctypes
+import gc
+import io
+import json
+import os
+import pstats
+import random
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx_sse
+import openai
+
+from reasoning_stream import ReasoningStream
+from reasoning_stream.providers import OpenAIChatPipe
+from reasoning_stream.testing._wire import Transcript, WireServer
+
+from ._timing import Timing, measure
+
+CHUNKS = 20_000
+GROWTH = 20
+"""The short stream is ``CHUNKS // GROWTH`` chunks; the long one costs about GROWTH times more."""
+REPEAT = 3
+FAST_SECONDS = 1.0
+SLOW_SECONDS = 5.0
+SHORT_REPEAT = 5
+MODEL = "m"
+PROMPT = "Why is the sky blue?"
+MESSAGES = [{"role": "user", "content": PROMPT}]
+REQUEST = {
+    "model": MODEL,
+    "messages": MESSAGES,
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
+CASES = {"A": "reasoning_content deltas, then content", "B": "inline <think> tags in content"}
+_ROOT = Path(__file__).resolve().parent.parent
+_WORDS = (
+    "the", "light", "scatters", "off", "small", "molecules,", "so", "blue", "wins;", "shorter",
+    "wavelengths", "bend", "more", "and", "the", "eye", "sees", "what", "the", "air", "sends",
+    "back.", "check", "the", "numbers", "again:",
+)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------ the stream
+
+
+@dataclass(frozen=True)
+class Stream:
+    """What the server sends: the delta texts in order, and what they should add up to."""
+
+    case: str
+    reasoning: str
+    answer: str
+    reasoning_deltas: list[str]
+    content_deltas: list[str]
+
+
+def prose(length: int, rng: random.Random) -> str:
+    """Words up to exactly ``length`` characters, starting and ending with a non-space."""
+    words: list[str] = []
+    total = 0
+    while total < length:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        total += len(word) + 1
+    text = " ".join(words)[:length]
+    return text[:-1] + "." if text.endswith(" ") else text
+
+
+def split_sizes(text: str, sizes: list[int]) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    for size in sizes:
+        pieces.append(text[start : start + size])
+        start += size
+    return pieces
+
+
+def make_stream(case: str, chunks: int, seed: int = 7) -> Stream:
+    """``chunks`` deltas of 3-5 characters each; half reasoning, half answer."""
+    rng = random.Random(seed)
+    sizes = [rng.randint(3, 5) for _ in range(chunks)]
+    half = chunks // 2
+    if case == "A":
+        reasoning = prose(sum(sizes[:half]), rng)
+        answer = prose(sum(sizes[half:]), rng)
+        return Stream(
+            case,
+            reasoning,
+            answer,
+            split_sizes(reasoning, sizes[:half]),
+            split_sizes(answer, sizes[half:]),
+        )
+    open_tag, close_tag = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
+    reasoning = prose(sum(sizes[:half]) - len(open_tag), rng)
+    answer = prose(sum(sizes[half:]) - len(close_tag), rng)
+    content = open_tag + reasoning + close_tag + answer
+    return Stream(case, reasoning, answer, [], split_sizes(content, sizes))
+
+
+def _chunk(delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+    choices = (
+        []
+        if delta is None
+        else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+    )
+    return {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1735689600,
+        "model": MODEL,
+        "choices": choices,
+    }
+
+
+def sse_events(stream: Stream) -> list[dict[str, Any]]:
+    """The chunks as JSON: deltas, a finish chunk, a usage chunk."""
+    deltas: list[dict[str, Any]] = []
+    if stream.case == "A":
+        deltas += [{"content": None, "reasoning_content": r} for r in stream.reasoning_deltas]
+        deltas += [{"content": c, "reasoning_content": None} for c in stream.content_deltas]
+    else:
+        deltas += [{"content": c} for c in stream.content_deltas]
+    deltas[0] = {"role": "assistant", **deltas[0]}
+    events = [_chunk(delta) for delta in deltas]
+    events.append(_chunk({}, "stop"))
+    usage = {
+        "prompt_tokens": 12,
+        "completion_tokens": len(deltas),
+        "total_tokens": len(deltas) + 12,
+    }
+    events.append({**_chunk(None), "usage": usage})
+    return events
+
+
+def route(case: str, chunks: int) -> str:
+    """The base URL path (the ``/v1`` root) serving one case and length."""
+    return f"/{case.lower()}{chunks}/v1"
+
+
+def transcript_dict(case: str, chunks: int) -> dict[str, Any]:
+    """The reply as a transcript, its SSE frames already encoded.
+
+    A ``raw`` transcript of ready frames keeps the server's per-request work to writing them:
+    an ``sse`` transcript would re-encode 20,000 JSON objects before the first byte.
+    """
+    frames = [
+        "data: " + json.dumps(event, separators=(",", ":")) + "\n\n"
+        for event in sse_events(make_stream(case, chunks))
+    ]
+    frames.append("data: [DONE]\n\n")
+    return {
+        "name": f"bench-{case}-{chunks}",
+        "path": route(case, chunks) + "/chat/completions",
+        "format": "raw",
+        "headers": {"Content-Type": "text/event-stream; charset=utf-8"},
+        "events": frames,
+    }
+
+
+def serve_until_stdin_closes(lengths: list[int]) -> None:
+    """The child process: serve every case and length, print the URL, stop at end of stdin."""
+    server = WireServer()
+    for case in CASES:
+        for chunks in lengths:
+            server.add(Transcript.from_dict(transcript_dict(case, chunks)))
+    with server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+_SERVER_SCRIPT = (
+    "import sys\n"
+    "from benchmarks.bench_providers import serve_until_stdin_closes\n"
+    "serve_until_stdin_closes([int(arg) for arg in sys.argv[1:]])\n"
+)
+
+
+@contextlib.contextmanager
+def loopback(lengths: list[int]) -> Iterator[str]:
+    """A WireServer in a child process; yields its ``http://127.0.0.1:PORT``."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SERVER_SCRIPT, *map(str, lengths)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=_ROOT,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        url = child.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError("the loopback server did not start; see its error above")
+        yield url
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+# ------------------------------------------------------------------------------- contenders
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What a tool handed over: the reasoning it kept apart, and the answer."""
+
+    reasoning: str
+    answer: str
+    channel: str | None = None
+    """The pipe's one callback channel, markers included (pipe rows only)."""
+
+
+class Contender:
+    """One way to read the stream. ``read(base_url)`` does one request, start to end."""
+
+    key = ""
+    label = ""
+
+    def read(self, base_url: str) -> Collected:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release clients."""
+
+
+def _sdk_client(base_url: str) -> openai.OpenAI:
+    # Plain HTTP on loopback: skipping TLS context setup keeps client building out of the way.
+    http = openai.DefaultHttpxClient(verify=False)
+    return openai.OpenAI(base_url=base_url, api_key="k", max_retries=0, http_client=http)
+
+
+class RawDrain(Contender):
+    """Reference: the bytes through httpx with no SSE or JSON work at all."""
+
+    key = "drain"
+    label = "httpx iter_raw, bytes only (reference)"
+
+    def __init__(self) -> None:
+        self.http = httpx.Client(verify=False)
+
+    def read(self, base_url: str) -> Collected:
+        with self.http.stream("POST", f"{base_url}/chat/completions", json=REQUEST) as response:
+            for _ in response.iter_raw():
+                pass
+        return Collected("", "")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class Floor(Contender):
+    """The least a Python client can do: httpx-sse events, ``json.loads``, two lists."""
+
+    key = "floor"
+    label = "floor: httpx + httpx-sse + json.loads"
+
+    def __init__(self) -> None:
+        self.http = httpx.Client(verify=False)
+
+    def read(self, base_url: str) -> Collected:
+        reasoning: list[str] = []
+        answer: list[str] = []
+        url = f"{base_url}/chat/completions"
+        headers = {"Authorization": "Bearer k"}
+        with httpx_sse.connect_sse(self.http, "POST", url, json=REQUEST, headers=headers) as source:
+            for event in source.iter_sse():
+                data = event.data
+                if data == "[DONE]":
+                    break
+                choices = json.loads(data)["choices"]
+                if not choices:
+                    continue
+                delta = choices[0]["delta"]
+                thought = delta.get("reasoning_content")
+                if thought:
+                    reasoning.append(thought)
+                text = delta.get("content")
+                if text:
+                    answer.append(text)
+        return Collected("".join(reasoning), "".join(answer))
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class SdkLoop(Contender):
+    """What a user writes with the openai SDK alone."""
+
+    key = "sdk"
+    label = "openai SDK loop (create(stream=True))"
+
+    def __init__(self) -> None:
+        self.clients: dict[str, openai.OpenAI] = {}
+
+    def read(self, base_url: str) -> Collected:
+        client = self.clients.get(base_url) or self.clients.setdefault(
+            base_url, _sdk_client(base_url)
+        )
+        reasoning: list[str] = []
+        answer: list[str] = []
+        stream = client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": PROMPT}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        with stream:
+            for chunk in stream:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                if delta.content:
+                    answer.append(delta.content)
+                extra = delta.model_extra
+                thought = extra.get("reasoning_content") if extra else None
+                if thought:
+                    reasoning.append(thought)
+        return Collected("".join(reasoning), "".join(answer))
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()
+
+
+class PipeRun(Contender):
+    """``OpenAIChatPipe.run`` with one streaming callback appending to a list."""
+
+    def __init__(self, transport: str) -> None:
+        self.transport = transport
+        self.key = f"pipe_{transport}"
+        self.label = f'OpenAIChatPipe(transport="{transport}").run'
+        self.http = httpx.Client(verify=False) if transport == "httpx" else None
+        self.pipes: dict[str, tuple[OpenAIChatPipe, list[str]]] = {}
+        self.sdk_clients: list[openai.OpenAI] = []
+
+    def _pipe(self, base_url: str) -> tuple[OpenAIChatPipe, list[str]]:
+        if base_url not in self.pipes:
+            if self.http is not None:
+                pipe = OpenAIChatPipe(
+                    MODEL, transport="httpx", base_url=base_url, api_key="k", http_client=self.http
+                )
+            else:
+                client = _sdk_client(base_url)
+                self.sdk_clients.append(client)
+                pipe = OpenAIChatPipe(MODEL, client=client)
+            sink: list[str] = []
+            pipe.set_streaming_callback(sink.append)
+            self.pipes[base_url] = (pipe, sink)
+        return self.pipes[base_url]
+
+    def read(self, base_url: str) -> Collected:
+        pipe, sink = self._pipe(base_url)
+        sink.clear()
+        result = pipe.run(PROMPT)
+        return Collected(result.model_reasoning, result.text, "".join(sink))
+
+    def close(self) -> None:
+        if self.http is not None:
+            self.http.close()
+        for client in self.sdk_clients:
+            client.close()
+
+
+class PipeArun(Contender):
+    """``OpenAIChatPipe.arun`` on asyncio with the lean transport: one event loop per read."""
+
+    key = "pipe_httpx_arun"
+    label = 'OpenAIChatPipe(transport="httpx").arun'
+
+    def read(self, base_url: str) -> Collected:
+        sink: list[str] = []
+
+        async def go() -> Collected:
+            async with httpx.AsyncClient(verify=False) as http:
+                pipe = OpenAIChatPipe(
+                    MODEL, transport="httpx", base_url=base_url, api_key="k", http_client=http
+                )
+                pipe.set_streaming_callback(sink.append)
+                result = await pipe.arun(PROMPT)
+            return Collected(result.model_reasoning, result.text, "".join(sink))
+
+        return anyio.run(go)
+
+
+class LiteLLM(Contender):
+    """``litellm.completion(model="openai/m", api_base=..., stream=True)``."""
+
+    key = "litellm"
+    label = "LiteLLM completion(stream=True)"
+
+    def __init__(self) -> None:
+        # Without this LiteLLM fetches its model price list from the network on import.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.telemetry = False
+        self.litellm = litellm
+
+    def read(self, base_url: str) -> Collected:
+        reasoning: list[str] = []
+        answer: list[str] = []
+        stream = self.litellm.completion(
+            model=f"openai/{MODEL}",
+            api_base=base_url,
+            api_key="k",
+            messages=MESSAGES,
+            stream=True,
+            stream_options={"include_usage": True},
+            max_retries=0,
+        )
+        for chunk in stream:
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            if delta.content:
+                answer.append(delta.content)
+            thought = getattr(delta, "reasoning_content", None)
+            if thought:
+                reasoning.append(thought)
+        return Collected("".join(reasoning), "".join(answer))
+
+
+class PydanticAI(Contender):
+    """pydantic-ai's ``OpenAIChatModel`` through ``model_request_stream_sync``.
+
+    pydantic-ai is async inside: the sync call drives ``AsyncOpenAI`` on the thread's current
+    event loop. Its cached HTTP client keeps connections bound to the loop that opened them,
+    so every read runs on this row's own loop (the async pipe row's ``anyio.run`` in between
+    would otherwise leave a fresh loop for each read, and a pooled connection on a dead one).
+    """
+
+    key = "pydantic_ai"
+    label = "pydantic-ai model_request_stream_sync"
+
+    def __init__(self) -> None:
+        from pydantic_ai import ModelRequest
+        from pydantic_ai.direct import model_request_stream_sync
+        from pydantic_ai.messages import (
+            PartDeltaEvent,
+            PartStartEvent,
+            TextPart,
+            TextPartDelta,
+            ThinkingPart,
+            ThinkingPartDelta,
+        )
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        self.request = ModelRequest.user_text_prompt(PROMPT)
+        self.stream_sync = model_request_stream_sync
+        self.model_class, self.provider_class = OpenAIChatModel, OpenAIProvider
+        self.start_event, self.delta_event = PartStartEvent, PartDeltaEvent
+        self.text_part, self.thinking_part = TextPart, ThinkingPart
+        self.text_delta, self.thinking_delta = TextPartDelta, ThinkingPartDelta
+        self.models: dict[str, Any] = {}
+        self.loop = asyncio.new_event_loop()
+
+    def read(self, base_url: str) -> Collected:
+        model = self.models.get(base_url)
+        if model is None:
+            provider = self.provider_class(base_url=base_url, api_key="k")
+            model = self.models[base_url] = self.model_class(MODEL, provider=provider)
+        asyncio.set_event_loop(self.loop)
+        try:
+            return self._read(model)
+        finally:
+            asyncio.set_event_loop(None)
+
+    def _read(self, model: Any) -> Collected:
+        reasoning: list[str] = []
+        answer: list[str] = []
+        with self.stream_sync(model, [self.request]) as stream:
+            for event in stream:
+                if isinstance(event, self.delta_event):
+                    delta = event.delta
+                    if isinstance(delta, self.text_delta):
+                        answer.append(delta.content_delta)
+                    elif isinstance(delta, self.thinking_delta) and delta.content_delta:
+                        reasoning.append(delta.content_delta)
+                elif isinstance(event, self.start_event):
+                    part = event.part
+                    if isinstance(part, self.text_part):
+                        answer.append(part.content)
+                    elif isinstance(part, self.thinking_part):
+                        reasoning.append(part.content)
+        return Collected("".join(reasoning), "".join(answer))
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+def contenders() -> list[Contender | str]:
+    """Every row in order; a tool that is not installed is its label, as a string."""
+    rows: list[Contender | str] = [
+        RawDrain(),
+        Floor(),
+        SdkLoop(),
+        PipeRun("sdk"),
+        PipeRun("httpx"),
+        PipeArun(),
+    ]
+    for factory, label in ((LiteLLM, LiteLLM.label), (PydanticAI, PydanticAI.label)):
+        try:
+            rows.append(factory())
+        except ImportError:
+            rows.append(label)
+    return rows
+
+
+# -------------------------------------------------------------------------------- measuring
+
+
+@dataclass(frozen=True)
+class Result:
+    key: str
+    label: str
+    long: Timing
+    short: Timing
+    peak_bytes: int
+    tags_leaked: str
+    reasoning_lost: str
+
+
+def verdicts(collected: Collected, stream: Stream) -> tuple[str, str]:
+    """("tags leaked?", "reasoning lost?") for what a tool handed over."""
+    open_tag, close_tag = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
+    leaked = open_tag in collected.answer or close_tag in collected.answer
+    tags = "yes" if leaked else "no"
+    if collected.reasoning == stream.reasoning:
+        lost = "no"
+    elif not collected.reasoning:
+        lost = "yes (in the answer)" if stream.reasoning in collected.answer else "yes"
+    else:
+        lost = "altered"
+    if not leaked and collected.answer != stream.answer:
+        tags = "no, answer altered"
+    if collected.channel is not None:
+        split = ReasoningStream.split(collected.channel, lossless=True)
+        if (split.reasoning, split.text) != (stream.reasoning, stream.answer):
+            lost += ", channel differs"
+    return tags, lost
+
+
+def timed(work: Callable[[], Collected]) -> tuple[Timing, Collected]:
+    cpu, wall = time.process_time(), time.perf_counter()
+    collected = work()
+    return Timing(time.process_time() - cpu, time.perf_counter() - wall), collected
+
+
+def best(timings: list[Timing]) -> Timing:
+    return Timing(min(t.cpu for t in timings), min(t.wall for t in timings))
+
+
+def repeats(first_cpu: float) -> int:
+    """Reads of the long stream for a row whose first read took ``first_cpu`` seconds.
+
+    Fast rows get more reads (their ratios are the close ones); a row slower than
+    ``SLOW_SECONDS`` (a third-party stack at many times the SDK loop) is read once, so the
+    whole run stays within a few minutes.
+    """
+    if first_cpu < FAST_SECONDS:
+        return REPEAT + 2
+    return REPEAT if first_cpu < SLOW_SECONDS else 1
+
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def _status_bytes(field: str) -> int:
+    for line in _STATUS.read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise LookupError(field)
+
+
+def _release_free_memory() -> None:
+    gc.collect()
+    # Hand freed heap back to the OS so the next read's growth starts from a tight baseline;
+    # without glibc the baseline is just looser.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
+
+
+def peak_rss_supported() -> bool:
+    try:
+        _CLEAR_REFS.write_text("5")
+        _status_bytes("VmHWM")
+    except (OSError, LookupError):
+        return False
+    return True
+
+
+def rss_peak_read(work: Callable[[], Collected]) -> tuple[Timing, Collected, int]:
+    """One timed read and how far the resident set's peak rose above where it started.
+
+    Writing 5 to ``/proc/self/clear_refs`` resets Linux's high-water mark (``VmHWM``) to the
+    current size, so this costs the read nothing, unlike tracemalloc.
+    """
+    _release_free_memory()
+    _CLEAR_REFS.write_text("5")
+    before = _status_bytes("VmRSS")
+    timing, collected = timed(work)
+    return timing, collected, max(_status_bytes("VmHWM") - before, 0)
+
+
+def traced_peak(work: Callable[[], object]) -> int:
+    """Peak bytes the Python heap grew by during ``work`` (tracemalloc; about 5x slower)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@dataclass
+class _Row:
+    """A row being measured: its first read's findings and its long-stream samples so far."""
+
+    contender: Contender
+    short: Timing
+    peak: int
+    tags: str
+    lost: str
+    samples: list[Timing]
+    wanted: int
+
+
+def measure_case(
+    case: str, rows: list[Contender | str], url: str, chunks: int, *, heap: bool
+) -> list[Result | str]:
+    stream = make_stream(case, chunks)
+    short_chunks = chunks // GROWTH
+    long_url, short_url = url + route(case, chunks), url + route(case, short_chunks)
+    measuring: list[_Row | str] = []
+    for contender in rows:
+        if isinstance(contender, str):
+            measuring.append(contender)
+            continue
+
+        def read_long(contender: Contender = contender) -> Collected:
+            return contender.read(long_url)
+
+        def read_short(contender: Contender = contender) -> Collected:
+            return contender.read(short_url)
+
+        # The short stream first: it also opens a connection and warms the client up.
+        short = measure(read_short, repeat=SHORT_REPEAT)
+        # The first long read is timed too and shows what the tool hands over.
+        if heap:
+            first, collected = timed(read_long)
+            peak = traced_peak(read_long)
+        else:
+            first, collected, peak = rss_peak_read(read_long)
+        drain = contender.key == "drain"
+        tags, lost = ("-", "-") if drain else verdicts(collected, stream)
+        row = _Row(contender, short, peak, tags, lost, [first], repeats(first.cpu))
+        measuring.append(row)
+    # The other long reads go round-robin, so a slow drift of the machine (the server's
+    # process, the other core, frequency) hits every row alike instead of a block of them.
+    pending = [row for row in measuring if isinstance(row, _Row)]
+    for _ in range(max(row.wanted for row in pending) - 1):
+        for row in pending:
+            if len(row.samples) < row.wanted:
+                row.samples.append(timed(partial(row.contender.read, long_url))[0])
+    return [
+        row
+        if isinstance(row, str)
+        else Result(
+            row.contender.key,
+            row.contender.label,
+            best(row.samples),
+            row.short,
+            row.peak,
+            row.tags,
+            row.lost,
+        )
+        for row in measuring
+    ]
+
+
+# -------------------------------------------------------------------------------- reporting
+
+HEADER = (
+    f"| {'what':<42} | {'CPU/chunk':>10} | {'wall/chunk':>10} | {'mem peak':>10} | "
+    f"{'vs floor':>8} | {'vs SDK':>7} | {'20x cost':>8} | {'tags leaked?':<18} | "
+    f"{'reasoning lost?':<24} |\n"
+    f"|{'-' * 44}|{'-' * 12}|{'-' * 12}|{'-' * 12}|{'-' * 10}|{'-' * 9}|{'-' * 10}|"
+    f"{'-' * 20}|{'-' * 26}|"
+)
+
+
+def table_row(result: Result | str, floor: Timing, sdk: Timing, chunks: int) -> str:
+    if isinstance(result, str):
+        dash = "-"
+        return (
+            f"| {result:<42} | {'not installed':>10} | {dash:>10} | {dash:>10} | {dash:>8} | "
+            f"{dash:>7} | {dash:>8} | {dash:<18} | {dash:<24} |"
+        )
+    long = result.long
+    return (
+        f"| {result.label:<42} | {long.cpu / chunks * 1e6:>7.1f} us | "
+        f"{long.wall / chunks * 1e6:>7.1f} us | {result.peak_bytes / 2**20:>6.2f} MiB | "
+        f"{long.cpu / floor.cpu:>7.2f}x | {long.cpu / sdk.cpu:>6.2f}x | "
+        f"{long.cpu / result.short.cpu:>7.1f}x | {result.tags_leaked:<18} | "
+        f"{result.reasoning_lost:<24} |"
+    )
+
+
+def report(case: str, results: list[Result | str], chunks: int) -> dict[str, float]:
+    measured = {r.key: r for r in results if isinstance(r, Result)}
+    floor, sdk = measured["floor"].long, measured["sdk"].long
+    print(f"Providers, case {case} ({CASES[case]}): {chunks:,} chunks over loopback SSE")
+    print(HEADER)
+    for result in results:
+        print(table_row(result, floor, sdk, chunks))
+    figures: dict[str, float] = {}
+    for key, result in measured.items():
+        prefix = f"providers_{case}_{key}"
+        figures[f"{prefix}_cpu_us"] = result.long.cpu / chunks * 1e6
+        figures[f"{prefix}_vs_floor"] = result.long.cpu / floor.cpu
+        figures[f"{prefix}_vs_sdk"] = result.long.cpu / sdk.cpu
+        figures[f"{prefix}_20x_cost"] = result.long.cpu / result.short.cpu
+        figures[f"{prefix}_mem_peak_mib"] = result.peak_bytes / 2**20
+    sdk_pipe = figures[f"providers_{case}_pipe_sdk_vs_sdk"]
+    lean_pipe = figures[f"providers_{case}_pipe_httpx_vs_floor"]
+    print(
+        f"targets: SDK-backed pipe {sdk_pipe:.3f}x the SDK loop (target <= 1.2x, "
+        f"{'met' if sdk_pipe <= 1.2 else 'missed'}); lean transport {lean_pipe:.3f}x the floor "
+        f"(target <= 1.3x, {'met' if lean_pipe <= 1.3 else 'missed'})\n"
+    )
+    return figures
+
+
+def profile_pipes(url: str, chunks: int, top: int = 12) -> None:
+    """cProfile both pipes over both cases; print our package's costliest functions.
+
+    cProfile inflates small Python calls, so read the shares, not the absolute times.
+    """
+    package = f"{os.sep}reasoning_stream{os.sep}"
+    for case in CASES:
+        for transport in ("sdk", "httpx"):
+            row = PipeRun(transport)
+            base = url + route(case, chunks)
+            row.read(base)
+            profiler = cProfile.Profile()
+            profiler.runcall(row.read, base)
+            row.close()
+            stats = pstats.Stats(profiler, stream=io.StringIO())
+            table: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+            ours = [(where, numbers) for where, numbers in table.items() if package in where[0]]
+            own = sum(numbers[2] for _, numbers in ours)
+            total = stats.total_tt  # type: ignore[attr-defined]
+            print(
+                f"cProfile, case {case}, {row.label}: {total:.2f} s in all, "
+                f"{own:.2f} s ({own / total:.0%}) in reasoning_stream's own code"
+            )
+            ours.sort(key=lambda item: -item[1][2])
+            for (filename, line, function), numbers in ours[:top]:
+                _, calls, own_time, cumulative, _ = numbers
+                where = filename.split(package, 1)[1]
+                print(
+                    f"  {own_time:6.3f} s own {cumulative:6.3f} s cum {calls:>7} calls  "
+                    f"{where}:{line}({function})"
+                )
+            print()
+
+
+def main(chunks: int = CHUNKS, *, profile: bool = False, heap: bool = False) -> dict[str, float]:
+    """Print one table per case; return the figures for the README.
+
+    ``heap=True`` measures tracemalloc's Python-heap peak instead of the resident set's
+    (an extra, much slower read per row).
+    """
+    if chunks % GROWTH or chunks < 2 * GROWTH:
+        raise ValueError(f"chunks must be a multiple of {GROWTH}, at least {2 * GROWTH}")
+    heap = heap or not peak_rss_supported()
+    rows = contenders()
+    figures: dict[str, float] = {}
+    try:
+        with loopback([chunks, chunks // GROWTH]) as url:
+            for case in CASES:
+                results = measure_case(case, rows, url, chunks, heap=heap)
+                figures.update(report(case, results, chunks))
+            if profile:
+                profile_pipes(url, chunks)
+    finally:
+        for row in rows:
+            if isinstance(row, Contender):
+                row.close()
+    memory = (
+        "tracemalloc's Python-heap peak during one read"
+        if heap
+        else "how far the resident set's peak rose during one read"
+    )
+    print(
+        f"CPU is this process only (the server runs in a child process); mem peak is {memory}; "
+        f"20x cost is the long stream's CPU over a {chunks // GROWTH:,}-chunk one's.\n"
+    )
+    return figures
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=CHUNKS)
+    parser.add_argument("--profile", action="store_true", help="cProfile the two pipes")
+    parser.add_argument("--heap", action="store_true", help="tracemalloc peaks (slow)")
+    arguments = parser.parse_args()
+    main(arguments.chunks, profile=arguments.profile, heap=arguments.heap)
