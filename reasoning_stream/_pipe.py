@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import types
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
@@ -57,6 +58,7 @@ Status: TypeAlias = Literal[
 ]
 Prompt: TypeAlias = "str | Sequence[Mapping[str, Any]]"
 
+_Coroutine = types.CoroutineType
 _RETRY_STATUSES = frozenset({408, 409, 429, 529})
 _OPEN = ReasoningStream.OPEN_TAG
 _CLOSE = ReasoningStream.CLOSE_TAG
@@ -423,6 +425,21 @@ class Pipe:
     async def _adeliver(self, *, final: bool = False) -> None:
         """Hand queued chunks and events to callbacks, awaiting async ones on this task."""
         chunks = self._outbox
+        callbacks = self._callbacks
+        if len(chunks) == 1 and len(callbacks) == 1 and not self._event_outbox:
+            # The common case, one delta for one subscriber, without the general loops.
+            self._outbox = []
+            self._delivered = True
+            chunk = chunks[0]
+            try:
+                result = callbacks[0](chunk)
+                if result is not None and (
+                    type(result) is _Coroutine or inspect.isawaitable(result)
+                ):
+                    await result
+            except Exception as error:
+                self._handle_callback_error(error, chunk, chunks, 0, final)
+            return
         if chunks:
             self._outbox = []
             callbacks = self._callbacks
@@ -432,7 +449,9 @@ class Pipe:
                 for callback in callbacks:
                     try:
                         result = callback(chunk)
-                        if result is not None and inspect.isawaitable(result):
+                        if result is not None and (
+                            type(result) is _Coroutine or inspect.isawaitable(result)
+                        ):
                             await result
                     except Exception as error:
                         self._handle_callback_error(error, chunk, chunks, index, final)
@@ -446,7 +465,9 @@ class Pipe:
                 for event_callback in event_callbacks:
                     try:
                         result = event_callback(event)
-                        if result is not None and inspect.isawaitable(result):
+                        if result is not None and (
+                            type(result) is _Coroutine or inspect.isawaitable(result)
+                        ):
                             await result
                     except Exception as error:
                         report_callback_error(self.on_callback_error, error, event, final=final)
@@ -612,9 +633,10 @@ class Pipe:
         self._begin(deferred=True)
         try:
             source = self.aiter_events(prompt)
+            handle = self.handle_event
             try:
                 async for event in source:
-                    self.handle_event(event)
+                    handle(event)
                     if self._outbox or self._event_outbox:
                         await self._adeliver()
             finally:

@@ -9,10 +9,12 @@ from typing import TypeAlias
 import anyio
 
 from .._callbacks import CallbackErrorHandler
-from .._events import Event, TextDelta
+from .._events import Event, ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
 from .._pipe import Pipe, Prompt
 
 __all__ = ["ScriptItem", "ScriptedPipe"]
+
+_EVENT_TYPES = frozenset({ReasoningDelta, TextDelta, ReasoningStart, ReasoningEnd})
 
 ScriptItem: TypeAlias = Event | float | int | str | BaseException
 """An event; a number of seconds to sleep; a ``str`` (answer text); or an exception to raise."""
@@ -78,9 +80,11 @@ class ScriptedPipe(Pipe):
     async def aiter_events(self, prompt: Prompt) -> AsyncIterator[Event]:
         """Replay the script, sleeping with ``anyio.sleep``."""
         for item in self._items(prompt):
-            if isinstance(item, BaseException):
+            if type(item) in _EVENT_TYPES:
+                yield item  # type: ignore[misc]
+            elif isinstance(item, BaseException):
                 raise item
-            if isinstance(item, str):
+            elif isinstance(item, str):
                 yield TextDelta(item)
             elif isinstance(item, int | float):
                 await anyio.sleep(item)
