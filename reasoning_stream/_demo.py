@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO
 
 from ._pipe import Pipe, PipeResult
 from ._pipeline import Pipeline
@@ -130,43 +130,55 @@ def _report(out: IO[str], collected: str, results: list[PipeResult]) -> None:
     lossless_ok = split.segments == tuple(
         segment for result in results for segment in result.reasoning_segments
     ) and split.text == "".join(result.text for result in results)
-    rows: list[tuple[str, ...]] = []
+    style = _Style(out)
+    out.write("\n" + style.bold("What each pipe captured") + "\n")
     for result in results:
         usage, timings = result.usage, result.timings
-        states = ", ".join(sorted({state.kind for state in result.reasoning_state})) or "-"
-        rows.append(
+        states = ", ".join(sorted({state.kind for state in result.reasoning_state})) or "none"
+        segments = len(result.reasoning_segments)
+        lines = [
             (
-                result.source or "-",
-                result.provider or "-",
-                result.status,
-                f"{len(result.reasoning_segments)} / {len(result.model_reasoning)} chars",
-                states,
-                f"{_n(usage.input_tokens)} / {_n(usage.output_tokens)} / "
-                f"{_n(usage.reasoning_tokens)}",
-                f"{_s(timings.time_to_first_reasoning)} / {_s(timings.time_to_first_text)}",
-                f"{timings.reasoning_duration:.2f} s",
-                f"{timings.total:.2f} s",
-            )
+                "reasoning",
+                f"{segments} segment{'s' * (segments != 1)}, "
+                f"{len(result.model_reasoning)} chars; opaque state: {states}",
+            ),
+            ("answer", f"{len(result.text)} chars"),
+            (
+                "tokens",
+                f"in {_n(usage.input_tokens)} · out {_n(usage.output_tokens)} · "
+                f"reasoning {_n(usage.reasoning_tokens)}",
+            ),
+            (
+                "timings",
+                f"first reasoning {_s(timings.time_to_first_reasoning)} · first text "
+                f"{_s(timings.time_to_first_text)} · thinking {timings.reasoning_duration:.2f} s"
+                f" · total {timings.total:.2f} s",
+            ),
+        ]
+        out.write(
+            f"{style.bold(result.source or '-')} ({result.provider or '-'}) "
+            f"status {result.status}\n"
         )
-    header = (
-        "pipe",
-        "provider",
-        "status",
-        "segments / reasoning",
-        "opaque state",
-        "tokens in / out / reasoning",
-        "first reasoning / text",
-        "thinking",
-        "total",
-    )
-    out.write("\n")
-    if not _rich_table(out, header, rows):
-        _plain_table(out, header, rows)
+        for label, value in lines:
+            out.write(f"  {style.dim(label.ljust(11))}{value}\n")
     out.write(
-        f"\nsplit() of the collected channel: {len(split.segments)} reasoning segment(s), "
-        f"{len(split.text)} characters of answer, truncated={split.truncated}.\n"
+        f"\nsplit() of the collected channel: {len(split.segments)} reasoning segment(s),\n"
+        f"  {len(split.text)} characters of answer, truncated={split.truncated}\n"
         f"split(channel, lossless=True) equals every result's reasoning and text: {lossless_ok}\n"
     )
+
+
+class _Style:
+    """Bold and dim on a terminal, plain text elsewhere."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self._on = out.isatty()
+
+    def bold(self, text: str) -> str:
+        return f"\x1b[1m{text}\x1b[0m" if self._on else text
+
+    def dim(self, text: str) -> str:
+        return f"\x1b[2m{text}\x1b[0m" if self._on else text
 
 
 def _n(value: int | None) -> str:
@@ -175,31 +187,3 @@ def _n(value: int | None) -> str:
 
 def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f} s"
-
-
-def _rich_table(out: IO[str], header: tuple[str, ...], rows: list[tuple[str, ...]]) -> bool:
-    if not out.isatty():
-        return False
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        return False
-    table = Table(title="What each pipe captured")
-    for name in header:
-        table.add_column(name)
-    for row in rows:
-        table.add_row(*row)
-    Console(file=out).print(table)
-    return True
-
-
-def _plain_table(out: IO[str], header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-
-    def line(cells: tuple[Any, ...]) -> str:
-        return "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths, strict=True))
-
-    out.write(line(header).rstrip() + "\n")
-    for row in rows:
-        out.write(line(row).rstrip() + "\n")
