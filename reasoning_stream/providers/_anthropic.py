@@ -47,7 +47,7 @@ from .._events import (
 )
 from .._exceptions import ProviderError, UsageError
 from .._pipe import Pipe, Prompt
-from ._base import HistoryTurn, ProviderPipe, provider_error, require
+from ._base import HistoryTurn, ProviderPipe, provider_error, require, tool_call_arguments
 
 __all__ = ["AnthropicPipe", "AnthropicTranslator"]
 
@@ -115,6 +115,12 @@ class AnthropicTranslator:
     their ``index``, so several thinking blocks in one message (interleaved thinking around
     tool use) each become their own reasoning segment and their own state.
 
+    Hosts that serve the Messages stream themselves configure it rather than copy it:
+    ``provider``, ``model`` and ``endpoint`` scope the states it makes, ``state_extra`` is
+    added to every state's ``extra`` (Bedrock marks its Invoke states ``{"api": "invoke"}``),
+    and ``stop_reasons`` replaces the table that maps stop reasons to finish reasons
+    (reasons it does not name pass through unchanged).
+
     >>> translator = AnthropicTranslator(model="claude-sonnet-4-6")
     >>> translator.feed({"type": "content_block_start", "index": 0,
     ...                  "content_block": {"type": "text", "text": ""}})
@@ -125,13 +131,26 @@ class AnthropicTranslator:
     """
 
     def __init__(
-        self, *, provider: str = _PROVIDER, model: str, endpoint: str | None = None
+        self,
+        *,
+        provider: str = _PROVIDER,
+        model: str,
+        endpoint: str | None = None,
+        state_extra: Mapping[str, Any] | None = None,
+        stop_reasons: Mapping[str, str] | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
         self.endpoint = endpoint
+        self.state_extra: dict[str, Any] = dict(state_extra or {})
+        self.stop_reasons: Mapping[str, str] = (
+            _STOP_REASONS if stop_reasons is None else stop_reasons
+        )
         self.response_id: str | None = None
         """The message id from ``message_start``, once seen."""
+        self.stopped = False
+        """Whether the message ended (a stop reason or ``message_stop``): without it, a
+        stream that ends was cut short."""
         self._blocks: dict[int, _Block] = {}
 
     def feed(self, event: Any) -> list[Event]:
@@ -152,8 +171,11 @@ class AnthropicTranslator:
             return self._on_message_start(_field(event, "message"))
         if kind == "message_delta":
             return self._on_message_delta(event)
+        if kind == "message_stop":
+            self.stopped = True
+            return []
         if kind == "error":
-            raise stream_error(event)
+            raise stream_error(event, provider=self.provider)
         return []
 
     def finish(self) -> list[Event]:
@@ -182,7 +204,8 @@ class AnthropicTranslator:
             events.append(UsageReport(usage))
         reason = _field(_field(event, "delta"), "stop_reason")
         if isinstance(reason, str) and reason:
-            events.append(Finish(_STOP_REASONS.get(reason, reason)))
+            self.stopped = True
+            events.append(Finish(self.stop_reasons.get(reason, reason)))
         return events
 
     # ---------------------------------------------------------------------------- blocks
@@ -276,7 +299,7 @@ class AnthropicTranslator:
             payload=payload,
             block=index if isinstance(index, int) else None,
             endpoint=self.endpoint,
-            extra=dict(extra or {}),
+            extra={**(extra or {}), **self.state_extra},
         )
 
 
@@ -316,14 +339,14 @@ def _error_details(body: Any) -> tuple[str | None, str | None]:
     )
 
 
-def stream_error(body: Any) -> ProviderError:
+def stream_error(body: Any, *, provider: str = _PROVIDER) -> ProviderError:
     """The ``ProviderError`` for an ``event: error`` body that arrived mid-stream."""
     error_type, message = _error_details(body)
     plain = body if isinstance(body, Mapping) else None
     return ProviderError(
-        f"{_PROVIDER}: the stream reported {error_type or 'an error'}: "
+        f"{provider}: the stream reported {error_type or 'an error'}: "
         f"{message or 'no message'} (error event mid-stream)",
-        provider=_PROVIDER,
+        provider=provider,
         status_code=_ERROR_STATUS.get(error_type or ""),
         body=dict(plain) if plain is not None else body,
     )
@@ -376,29 +399,20 @@ def _native_content(content: Any) -> Any:
 def _tool_use_block(call: Mapping[str, Any]) -> dict[str, Any]:
     function = _field(call, "function") or {}
     name = _text(_field(function, "name"))
-    arguments = _field(function, "arguments")
-    if isinstance(arguments, Mapping):
-        tool_input: Any = dict(arguments)
-    else:
-        text = _text(arguments).strip() or "{}"
-        try:
-            tool_input = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise UsageError(
-                f"tool call {name!r}: its arguments are not valid JSON, and Anthropic needs "
-                "the tool input as a JSON object; fix the history's tool_calls arguments"
-            ) from error
-    if not isinstance(tool_input, dict):
-        raise UsageError(
-            f"tool call {name!r}: Anthropic needs the tool input as a JSON object, got "
-            f"{type(tool_input).__name__}; fix the history's tool_calls arguments"
-        )
+    tool_input = tool_call_arguments(
+        _field(function, "arguments"), name, provider_label="Anthropic"
+    )
     return {"type": "tool_use", "id": _text(_field(call, "id")), "name": name, "input": tool_input}
 
 
-def _state_block(state: ReasoningState) -> dict[str, Any] | None:
+def _state_block(
+    state: ReasoningState, provider: str, marks: Mapping[str, Any]
+) -> dict[str, Any] | None:
     """The content block a state stands for, as it came from the API; ``None`` if foreign."""
-    if state.provider != _PROVIDER:
+    if state.provider != provider:
+        return None
+    # A state without a mark is kept: only one marked for another API is foreign.
+    if any(state.extra.get(key, value) != value for key, value in marks.items()):
         return None
     payload = state.payload.decode("utf-8") if isinstance(state.payload, bytes) else state.payload
     if state.kind == "signature":
@@ -409,9 +423,15 @@ def _state_block(state: ReasoningState) -> dict[str, Any] | None:
     return None
 
 
-def _assistant_message(turn: HistoryTurn) -> dict[str, Any]:
+def _assistant_message(
+    turn: HistoryTurn, provider: str, marks: Mapping[str, Any]
+) -> dict[str, Any]:
     message = turn.message
-    state_blocks = [block for block in map(_state_block, turn.states) if block is not None]
+    state_blocks = [
+        block
+        for block in (_state_block(state, provider, marks) for state in turn.states)
+        if block is not None
+    ]
     calls = _field(message, "tool_calls") or []
     content = _field(message, "content")
     if not state_blocks and not calls:
@@ -432,8 +452,19 @@ def _tool_result_block(message: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _convert_turns(turns: Sequence[HistoryTurn]) -> tuple[list[str], list[dict[str, Any]]]:
-    """``(system texts, messages)`` in Anthropic's shape from canonical history turns."""
+def convert_turns(
+    turns: Sequence[HistoryTurn],
+    *,
+    provider: str = _PROVIDER,
+    state_extra: Mapping[str, Any] | None = None,
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(system texts, messages)`` in Anthropic's shape from canonical history turns.
+
+    An assistant turn's states go back when ``provider`` made them and their ``extra`` does
+    not contradict ``state_extra`` (the marks an ``AnthropicTranslator`` configured alike puts
+    on the states it makes), so Bedrock's Invoke states never reach another API.
+    """
+    marks = state_extra or {}
     system: list[str] = []
     messages: list[dict[str, Any]] = []
     # The content list of the user message collecting tool results, while tool messages follow
@@ -458,7 +489,7 @@ def _convert_turns(turns: Sequence[HistoryTurn]) -> tuple[list[str], list[dict[s
             )
             system.append(text)
         elif role == "assistant":
-            messages.append(_assistant_message(turn))
+            messages.append(_assistant_message(turn, provider, marks))
         else:
             messages.append(
                 {"role": "user", "content": _native_content(_field(message, "content"))}
@@ -567,7 +598,7 @@ class AnthropicPipe(ProviderPipe):
         >>> AnthropicPipe("claude-x").build_request("hi")
         {'model': 'claude-x', 'max_tokens': 4096, 'messages': [{'role': 'user', 'content': 'hi'}]}
         """
-        system, messages = _convert_turns(self.turns(prompt))
+        system, messages = convert_turns(self.turns(prompt))
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self._resolved_max_tokens(),
@@ -610,16 +641,6 @@ class AnthropicPipe(ProviderPipe):
         return arguments
 
     # -------------------------------------------------------------------------- clients
-
-    def _client_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {}
-        if self.base_url is not None:
-            options["base_url"] = self.base_url
-        if self._api_key is not None:
-            options["api_key"] = self._api_key
-        if self.timeout is not None:
-            options["timeout"] = self.timeout
-        return options
 
     def _sync(self) -> Any:
         if self._sync_client is None:
@@ -706,6 +727,6 @@ class AnthropicPipe(ProviderPipe):
         body = getattr(error, "body", None)
         error_type, message = _error_details(body)
         if isinstance(status, int) and status < 400 and error_type is not None:
-            return stream_error(body)
+            return stream_error(body, provider=self.provider or _PROVIDER)
         what = f"{error_type}: {message}" if error_type and message else None
         return provider_error(self.provider or self.name, error, what=what)

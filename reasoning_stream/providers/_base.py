@@ -16,7 +16,7 @@ from .._exceptions import MalformedStreamError, ProviderError, UsageError
 from .._messages import messages_from_prompt, strip_inert_keys
 from .._pipe import Pipe, Prompt
 
-__all__ = ["HistoryTurn", "ProviderPipe", "provider_error", "require"]
+__all__ = ["HistoryTurn", "ProviderPipe", "provider_error", "require", "tool_call_arguments"]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -53,6 +53,53 @@ def history_turns(prompt: Prompt | Any, pipe: ProviderPipe) -> list[HistoryTurn]
         turns: list[HistoryTurn] = turns_for(pipe)
         return turns
     return [HistoryTurn(message) for message in messages_from_prompt(prompt)]
+
+
+def tool_call_arguments(arguments: Any, name: str, *, provider_label: str) -> dict[str, Any]:
+    """A history tool call's ``arguments`` as the JSON object a provider wants back.
+
+    OpenAI-style history keeps arguments as JSON text; Anthropic, Gemini and Ollama take an
+    object. A mapping is copied; missing or blank text is ``{}``. Anything else that is not
+    JSON text for an object raises ``UsageError`` naming the tool and ``provider_label``:
+    the history is wrong, and the provider would refuse it.
+
+    >>> tool_call_arguments('{"city": "Paris"}', "weather", provider_label="Gemini")
+    {'city': 'Paris'}
+    >>> tool_call_arguments(" ", "now", provider_label="Gemini")
+    {}
+    """
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return {}
+    # Decoded arguments that are not a mapping (a list, a number) fail like their JSON would.
+    parsed = arguments
+    try:
+        if isinstance(arguments, str | bytes | bytearray):
+            parsed = json.loads(arguments)
+    except ValueError as error:
+        raise UsageError(
+            f"tool call {name!r} in the history: its arguments are not valid JSON, and "
+            f"{provider_label} needs them as a JSON object; fix the tool_calls arguments"
+        ) from error
+    if not isinstance(parsed, dict):
+        kind = _JSON_KINDS.get(type(parsed), f"of type {type(parsed).__name__}")
+        raise UsageError(
+            f"tool call {name!r} in the history: its arguments are {kind}, and "
+            f"{provider_label} needs a JSON object; fix the tool_calls arguments"
+        )
+    return parsed
+
+
+# What json.loads returns, named as JSON names it (for error messages).
+_JSON_KINDS: dict[type, str] = {
+    list: "a JSON array",
+    str: "a JSON string",
+    int: "a JSON number",
+    float: "a JSON number",
+    bool: "a JSON boolean",
+    type(None): "JSON null",
+}
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -191,6 +238,21 @@ class ProviderPipe(Pipe):
     def messages(self, prompt: Prompt | Any) -> list[dict[str, Any]]:
         """The plain messages of ``prompt`` (inert keys removed), without any provider state."""
         return [strip_inert_keys(turn.message) for turn in self.turns(prompt)]
+
+    def _client_options(self) -> dict[str, Any]:
+        """Keyword arguments for an SDK client the pipe builds.
+
+        Only what was given of ``base_url``, ``api_key`` and ``timeout``: the SDK's own
+        defaults (and environment variables) stand for the rest.
+        """
+        options: dict[str, Any] = {}
+        if self.base_url is not None:
+            options["base_url"] = self.base_url
+        if self._api_key is not None:
+            options["api_key"] = self._api_key
+        if self.timeout is not None:
+            options["timeout"] = self.timeout
+        return options
 
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map an SDK or transport exception to ``ProviderError``."""

@@ -7,9 +7,10 @@ Two pure translators turn the dicts boto3 yields into events:
   ``metadata``). Reasoning blocks have no ``contentBlockStart``: the first reasoning delta of a
   block opens it and its ``contentBlockStop`` closes it.
 * :class:`InvokeStreamTranslator` reads ``InvokeModelWithResponseStream`` events, whose
-  ``chunk.bytes`` carry the model's own stream JSON: Anthropic Messages events for Claude, text
-  completion chunks for DeepSeek-R1 (whose template pre-fills ``<think>``, so the text starts
-  inside reasoning and only ``</think>`` closes it) and a few other text shapes.
+  ``chunk.bytes`` carry the model's own stream JSON: Anthropic Messages events for Claude (read
+  by the Anthropic module's translator, configured for Bedrock), text completion chunks for
+  DeepSeek-R1 (whose template pre-fills ``<think>``, so the text starts inside reasoning and
+  only ``</think>`` closes it) and a few other text shapes.
 
 :class:`BedrockPipe` opens the stream with the sync client. boto3 has no async client, so
 ``arun()`` reads the same stream in worker threads; cancellation shuts the socket's read side
@@ -22,9 +23,11 @@ field name (``"text"`` for Converse's ``reasoningText``, ``"thinking"`` for Anth
 Invoke) and ``"api"``.
 Redacted reasoning becomes ``ReasoningState(kind="redacted", payload=...)``: the raw ``bytes``
 boto3 decoded from ``redactedContent`` (Converse), or the Anthropic ``data`` string (Invoke).
-States are emitted when their block stops, so they keep stream order. A follow-up request puts
-an assistant turn's states back at the head of its content, verbatim and in order; states made
-through the other API (``extra["api"]``) are left out, since their payload forms differ.
+States keep stream order: Converse emits them when their block stops, Anthropic's translator
+when its redacted block starts or its signed block stops. A follow-up request puts an assistant
+turn's states back at the head of its content, verbatim and in order; states made through the
+other API (``extra["api"]``) are left out, since their payload forms differ. Invoke requests
+reuse the Anthropic pipe's message conversion, so only states of provider ``bedrock`` go back.
 """
 
 from __future__ import annotations
@@ -57,10 +60,10 @@ from .._events import (
 from .._exceptions import MalformedStreamError, ProviderError, UsageError
 from .._pipe import Prompt
 from .._tags import Scanner
+from ._anthropic import AnthropicTranslator, convert_turns
 from ._base import HistoryTurn, ProviderPipe, provider_error, require
 
 __all__ = [
-    "AnthropicInvokeTranslator",
     "BedrockPipe",
     "ConverseStreamTranslator",
     "InvokeStreamTranslator",
@@ -108,6 +111,10 @@ _STREAM_ERROR_STATUS: dict[str, int] = {
     "serviceunavailableexception": 503,
 }
 
+# What every state made through Invoke carries in ``extra``, and what a state sent back
+# through Invoke may not contradict.
+_INVOKE_MARKS: dict[str, Any] = {"api": "invoke"}
+
 # How long closing waits for a read in flight after the socket was shut down.
 _CLOSE_WAIT_SECONDS = 5.0
 
@@ -142,12 +149,10 @@ class _Block:
     reasoning: list[str] = field(default_factory=list)
     signature: str | None = None
     redacted: list[bytes] = field(default_factory=list)
-    redacted_data: str | None = None
     is_reasoning: bool = False
     tool_id: str | None = None
     tool_name: str | None = None
     tool_input: list[str] = field(default_factory=list)
-    tool_initial: Any = None
 
 
 class _StateMaker:
@@ -185,11 +190,8 @@ def _pop_block(blocks: dict[int, _Block], index: Any) -> _Block | None:
 
 
 def _tool_call(block: _Block) -> ToolCall:
-    arguments = "".join(block.tool_input)
-    if not arguments:
-        initial = block.tool_initial
-        # A tool without parameters streams no fragment; its arguments are still an object.
-        arguments = json.dumps(initial) if isinstance(initial, Mapping) and initial else "{}"
+    # A tool without parameters streams no fragment; its arguments are still an object.
+    arguments = "".join(block.tool_input) or "{}"
     return ToolCall(block.tool_id or "", block.tool_name or "", arguments)
 
 
@@ -326,155 +328,6 @@ class ConverseStreamTranslator:
 # ----------------------------------------------------------------------------- Invoke
 
 
-class AnthropicInvokeTranslator:
-    """Turns Anthropic Messages stream events (dicts decoded from chunk bytes) into events.
-
-    Pure: no I/O. ``thinking`` blocks become reasoning segments, their ``signature_delta`` a
-    signature state; ``redacted_thinking`` becomes a redacted state; ``tool_use`` blocks a
-    :class:`ToolCall` once their JSON is complete. An ``error`` event raises ``ProviderError``.
-    """
-
-    def __init__(
-        self, *, provider: str = PROVIDER, model: str, endpoint: str | None = None
-    ) -> None:
-        self.provider = provider
-        self._states = _StateMaker(provider, model, endpoint, "invoke")
-        self._blocks: dict[int, _Block] = {}
-        self.stopped = False
-        """Whether ``message_stop`` (or a stop reason) arrived."""
-        self.response_id: str | None = None
-        """The ``message.id`` of ``message_start``."""
-
-    def feed(self, data: Mapping[str, Any]) -> list[Event]:
-        """Translate one decoded Messages event; unknown types give no events."""
-        kind = data.get("type")
-        events: list[Event] = []
-        if kind == "content_block_delta":
-            self._delta(data, events)
-        elif kind == "content_block_start":
-            self._start(data, events)
-        elif kind == "content_block_stop":
-            block = _pop_block(self._blocks, data.get("index"))
-            if block is not None:
-                self._close(block, events)
-        elif kind == "message_start":
-            message = data.get("message") or {}
-            if isinstance(message.get("id"), str):
-                self.response_id = message["id"]
-            usage = message.get("usage") or {}
-            report = Usage(
-                input_tokens=_int_or_none(usage.get("input_tokens")),
-                output_tokens=_int_or_none(usage.get("output_tokens")),
-            )
-            if report != Usage():
-                events.append(UsageReport(report))
-        elif kind == "message_delta":
-            reason = (data.get("delta") or {}).get("stop_reason")
-            if isinstance(reason, str):
-                self.stopped = True
-                events.append(Finish(normalise_stop_reason(reason)))
-            output = _int_or_none((data.get("usage") or {}).get("output_tokens"))
-            if output is not None:
-                events.append(UsageReport(Usage(output_tokens=output)))
-        elif kind == "message_stop":
-            self.stopped = True
-        elif kind == "error":
-            error = data.get("error") or {}
-            code = str(error.get("type") or "error")
-            raise ProviderError(
-                f"bedrock: {error.get('message') or 'the model stream reported an error'} ({code})",
-                provider=self.provider,
-                status_code=529 if code == "overloaded_error" else None,
-                body=dict(error),
-            )
-        return events
-
-    def _start(self, data: Mapping[str, Any], events: list[Event]) -> None:
-        index = data.get("index")
-        block = _Block(index if isinstance(index, int) else -1)
-        self._blocks[block.index] = block
-        content = data.get("content_block") or {}
-        kind = content.get("type")
-        if kind == "thinking":
-            block.is_reasoning = True
-            text = content.get("thinking")
-            if isinstance(text, str) and text:
-                block.reasoning.append(text)
-                events.append(ReasoningDelta(text))
-            if isinstance(content.get("signature"), str) and content["signature"]:
-                block.signature = content["signature"]
-        elif kind == "redacted_thinking":
-            block.is_reasoning = True
-            if isinstance(content.get("data"), str):
-                block.redacted_data = content["data"]
-        elif kind == "text":
-            text = content.get("text")
-            if isinstance(text, str) and text:
-                events.append(TextDelta(text))
-        elif kind in ("tool_use", "server_tool_use"):
-            block.tool_id = content.get("id")
-            block.tool_name = content.get("name")
-            block.tool_initial = content.get("input")
-
-    def _delta(self, data: Mapping[str, Any], events: list[Event]) -> None:
-        index = data.get("index")
-        key = index if isinstance(index, int) else -1
-        block = self._blocks.get(key)
-        if block is None:
-            block = self._blocks[key] = _Block(key)
-        delta = data.get("delta") or {}
-        kind = delta.get("type")
-        if kind == "thinking_delta":
-            text = delta.get("thinking")
-            if isinstance(text, str) and text:
-                block.is_reasoning = True
-                block.reasoning.append(text)
-                events.append(ReasoningDelta(text))
-        elif kind == "signature_delta":
-            if isinstance(delta.get("signature"), str):
-                block.is_reasoning = True
-                block.signature = (block.signature or "") + delta["signature"]
-        elif kind == "text_delta":
-            text = delta.get("text")
-            if isinstance(text, str) and text:
-                events.append(TextDelta(text))
-        elif kind == "input_json_delta":
-            fragment = delta.get("partial_json")
-            if isinstance(fragment, str):
-                block.tool_input.append(fragment)
-
-    def _close(self, block: _Block, events: list[Event]) -> None:
-        if block.is_reasoning:
-            if block.reasoning:
-                events.append(ReasoningEnd())
-            if block.signature is not None:
-                events.append(
-                    self._states.make(
-                        "signature",
-                        block.signature,
-                        block.index,
-                        {"thinking": "".join(block.reasoning)},
-                    )
-                )
-            if block.redacted_data is not None:
-                events.append(self._states.make("redacted", block.redacted_data, block.index))
-        elif block.tool_id is not None or block.tool_input:
-            events.append(_tool_call(block))
-
-    def finish(self) -> list[Event]:
-        """End of stream: close blocks left open; a stream without a stop is cut."""
-        events: list[Event] = []
-        for index in sorted(self._blocks):
-            self._close(self._blocks[index], events)
-        self._blocks.clear()
-        if not self.stopped:
-            raise MalformedStreamError(
-                "bedrock: the model stream ended before message_stop; the answer is incomplete",
-                provider=self.provider,
-            )
-        return events
-
-
 class TextInvokeTranslator:
     """Turns text-completion chunks (DeepSeek and other text models) into events. Pure.
 
@@ -542,9 +395,10 @@ class InvokeStreamTranslator:
     """Turns boto3 ``invoke_model_with_response_stream`` events into events. Pure: no I/O.
 
     Each event is ``{"chunk": {"bytes": b"..."}}``; the bytes are the model's own stream JSON,
-    read by :class:`AnthropicInvokeTranslator` for Claude models and by
+    read by an :class:`AnthropicTranslator` configured for Bedrock (its states scoped to
+    ``provider`` and marked ``api="invoke"``, Bedrock's stop reasons) for Claude models and by
     :class:`TextInvokeTranslator` for the rest. The invocation metrics Bedrock adds to the last
-    chunk become a usage report.
+    chunk become a usage report; a Claude stream that ends before its stop is cut short.
     """
 
     def __init__(
@@ -561,11 +415,15 @@ class InvokeStreamTranslator:
         family = family or ("anthropic" if "anthropic" in model.lower() else "text")
         if start_in_reasoning is None:
             start_in_reasoning = starts_in_reasoning(model)
-        self._anthropic: AnthropicInvokeTranslator | None = None
+        self._anthropic: AnthropicTranslator | None = None
         self._text: TextInvokeTranslator | None = None
         if family == "anthropic":
-            self._anthropic = AnthropicInvokeTranslator(
-                provider=provider, model=model, endpoint=endpoint
+            self._anthropic = AnthropicTranslator(
+                provider=provider,
+                model=model,
+                endpoint=endpoint,
+                state_extra=_INVOKE_MARKS,
+                stop_reasons=_STOP_REASONS,
             )
         else:
             self._text = TextInvokeTranslator(
@@ -606,7 +464,13 @@ class InvokeStreamTranslator:
     def finish(self) -> list[Event]:
         """End of stream, passed on to the model family's translator."""
         if self._anthropic is not None:
-            return self._anthropic.finish()
+            events = self._anthropic.finish()
+            if not self._anthropic.stopped:
+                raise MalformedStreamError(
+                    "bedrock: the model stream ended before message_stop; the answer is incomplete",
+                    provider=self.provider,
+                )
+            return events
         assert self._text is not None
         return self._text.finish()
 
@@ -638,7 +502,11 @@ def _content_text(content: Any) -> str:
 
 
 def _arguments(raw: Any) -> Any:
-    """A tool call's arguments as the object Bedrock and Anthropic want as ``input``."""
+    """A tool call's arguments as Converse's ``toolUse.input``.
+
+    Lenient, unlike ``tool_call_arguments`` (which Invoke uses through the Anthropic
+    conversion): text that is not JSON is kept as ``{"arguments": text}``.
+    """
     if isinstance(raw, Mapping):
         return dict(raw)
     if not raw:
@@ -731,58 +599,18 @@ def converse_messages(
 
 
 def anthropic_messages(turns: Sequence[HistoryTurn]) -> tuple[list[dict[str, Any]], str]:
-    """Canonical turns as Anthropic Messages ``(messages, system)`` for an Invoke body."""
-    system: list[str] = []
-    messages: list[dict[str, Any]] = []
-    for turn in turns:
-        message = turn.message
-        role = message.get("role")
-        text = _content_text(message.get("content"))
-        if role in ("system", "developer"):
-            if text:
-                system.append(text)
-            continue
-        if role == "tool":
-            result = {
-                "type": "tool_result",
-                "tool_use_id": message.get("tool_call_id") or "",
-                "content": text,
-            }
-            messages.append({"role": "user", "content": [result]})
-            continue
-        content: list[dict[str, Any]] = []
-        if role == "assistant":
-            for state in _usable_states(turn, "invoke"):
-                if state.kind == "signature":
-                    content.append(
-                        {
-                            "type": "thinking",
-                            "thinking": str(state.extra.get("thinking", "")),
-                            "signature": state.payload,
-                        }
-                    )
-                elif state.kind == "redacted":
-                    data = state.payload
-                    if isinstance(data, bytes):
-                        data = base64.b64encode(data).decode("ascii")
-                    content.append({"type": "redacted_thinking", "data": data})
-        if text:
-            content.append({"type": "text", "text": text})
-        if role == "assistant":
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") or {}
-                content.append(
-                    {
-                        "type": "tool_use",
-                        "id": call.get("id") or "",
-                        "name": function.get("name") or "",
-                        "input": _arguments(function.get("arguments")),
-                    }
-                )
-        messages.append(
-            {"role": "assistant" if role == "assistant" else "user", "content": content}
-        )
-    return _merge_roles(messages), "\n\n".join(system)
+    """Canonical turns as Anthropic Messages ``(messages, system)`` for an Invoke body.
+
+    The Anthropic pipe's own conversion, with this API's states going back (made by
+    ``bedrock`` and marked ``api="invoke"``); content is always a block list and turns of one
+    role are joined, since Bedrock wants roles to alternate.
+    """
+    system, messages = convert_turns(turns, provider=PROVIDER, state_extra=_INVOKE_MARKS)
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            message["content"] = [{"type": "text", "text": content}] if content else []
+    return _merge_roles(messages), "\n\n".join(text for text in system if text)
 
 
 def deepseek_prompt(turns: Sequence[HistoryTurn], *, prefill_think: bool) -> str:

@@ -39,7 +39,7 @@ import httpx
 import httpx_sse
 
 from .._callbacks import CallbackErrorHandler
-from .._effort import Reasoning
+from .._effort import Reasoning, merge_params
 from .._events import (
     Event,
     Finish,
@@ -54,7 +54,7 @@ from .._events import (
 )
 from .._exceptions import MalformedStreamError, ProviderError, UsageError
 from .._pipe import Prompt
-from ._base import HistoryTurn, ProviderPipe, provider_error
+from ._base import HistoryTurn, ProviderPipe, provider_error, tool_call_arguments
 
 __all__ = ["DEFAULT_BASE_URL", "GeminiPipe", "GeminiTranslator"]
 
@@ -243,17 +243,6 @@ class GeminiTranslator:
 # ------------------------------------------------------------------------ request building
 
 
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in extra.items():
-        current = merged.get(key)
-        if isinstance(current, Mapping) and isinstance(value, Mapping):
-            merged[key] = _merge(dict(current), value)
-        else:
-            merged[key] = value
-    return merged
-
-
 _DATA_URL = re.compile(r"^data:(?P<mime>[^;,]+);base64,(?P<data>.*)$", re.DOTALL)
 
 
@@ -278,23 +267,6 @@ def _user_parts(content: Any) -> list[dict[str, Any]]:
 
 def _content_text(content: Any) -> str:
     return "".join(_str(part.get("text")) for part in _user_parts(content))
-
-
-def _arguments(arguments: Any, name: str) -> dict[str, Any]:
-    if isinstance(arguments, Mapping):
-        return dict(arguments)
-    if arguments in (None, ""):
-        return {}
-    try:
-        parsed = json.loads(arguments)
-    except (TypeError, ValueError) as error:
-        raise UsageError(
-            f"tool call {name!r} in the history has arguments that are not JSON; "
-            "Gemini needs them as an object"
-        ) from error
-    if not isinstance(parsed, dict):
-        raise UsageError(f"tool call {name!r} in the history has arguments that are not an object")
-    return parsed
 
 
 def _function_response(content: Any) -> dict[str, Any]:
@@ -325,7 +297,9 @@ class _Call:
         function = call.get("function") or {}
         self.id = str(call.get("id") or "")
         self.name = _str(function.get("name"))
-        self.args = _arguments(function.get("arguments"), self.name)
+        self.args = tool_call_arguments(
+            function.get("arguments"), self.name, provider_label="Gemini"
+        )
         self.server_id: str | None = None
 
     def part(self) -> dict[str, Any]:
@@ -553,7 +527,7 @@ class GeminiPipe(ProviderPipe):
         thinking.update(self.thinking_config)
         if thinking:
             body["generationConfig"] = {"thinkingConfig": thinking}
-        return _merge(self.with_reasoning(body), self.extra_body)
+        return merge_params(self.with_reasoning(body), self.extra_body)
 
     def _model_turn(self, turn: HistoryTurn, calls: Sequence[_Call]) -> list[dict[str, Any]]:
         # Only signatures this provider and model made go back; reasoning text never does.

@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeAlias
 import anyio
 
 from .._callbacks import CallbackErrorHandler
-from .._effort import Reasoning
+from .._effort import Reasoning, merge_params
 from .._events import (
     Event,
     Finish,
@@ -36,7 +36,7 @@ from .._events import (
 from .._exceptions import ProviderError, UsageError
 from .._pipe import Prompt
 from .._tags import Scanner
-from ._base import ProviderPipe, provider_error, require
+from ._base import ProviderPipe, provider_error, require, tool_call_arguments
 
 __all__ = ["OllamaPipe", "OllamaTranslator", "Think"]
 
@@ -214,17 +214,6 @@ def _accepted_keywords(api: str) -> frozenset[str]:
     return frozenset(parameters) - {"self"}
 
 
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in extra.items():
-        current = merged.get(key)
-        if isinstance(current, Mapping) and isinstance(value, Mapping):
-            merged[key] = _merge(dict(current), value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def _content_text(content: Any) -> str:
     """Message content as text: a string, or the text parts of an OpenAI-style part list."""
     if isinstance(content, str):
@@ -236,23 +225,6 @@ def _content_text(content: Any) -> str:
             if isinstance(part, Mapping) and part.get("type") in ("text", None)
         )
     return ""
-
-
-def _parse_arguments(arguments: Any, name: str) -> dict[str, Any]:
-    if isinstance(arguments, Mapping):
-        return dict(arguments)
-    if arguments in (None, ""):
-        return {}
-    try:
-        parsed = json.loads(arguments)
-    except (TypeError, ValueError) as error:
-        raise UsageError(
-            f"tool call {name!r} in the history has arguments that are not JSON; "
-            "Ollama needs them as an object"
-        ) from error
-    if not isinstance(parsed, dict):
-        raise UsageError(f"tool call {name!r} in the history has arguments that are not an object")
-    return parsed
 
 
 class OllamaPipe(ProviderPipe):
@@ -380,7 +352,7 @@ class OllamaPipe(ProviderPipe):
                     f"extra_body keys {sorted(unknown)} are not fields the ollama SDK's "
                     f"{self.api}() can send; accepted: {sorted(_accepted_keywords(self.api))}"
                 )
-            request = _merge(request, self.extra_body)
+            request = merge_params(request, self.extra_body)
         return request
 
     def _chat_messages(self, prompt: Prompt | Any) -> list[dict[str, Any]]:
@@ -405,14 +377,10 @@ class OllamaPipe(ProviderPipe):
                     name = _text(function.get("name"))
                     if call.get("id"):
                         tool_names[str(call["id"])] = name
-                    calls.append(
-                        {
-                            "function": {
-                                "name": name,
-                                "arguments": _parse_arguments(function.get("arguments"), name),
-                            }
-                        }
+                    arguments = tool_call_arguments(
+                        function.get("arguments"), name, provider_label="Ollama"
                     )
+                    calls.append({"function": {"name": name, "arguments": arguments}})
                 message["tool_calls"] = calls
             elif role == "tool" and "tool_name" not in message:
                 tool_name = source.get("name") or tool_names.get(str(source.get("tool_call_id")))

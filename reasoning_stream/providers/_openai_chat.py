@@ -704,7 +704,7 @@ class OpenAIChatPipe(ProviderPipe):
             self._sync_client = httpx.Client(timeout=self._http_timeout())
         else:
             openai = require("openai", self.extra)
-            self._sync_client = openai.OpenAI(**self._sdk_options())
+            self._sync_client = openai.OpenAI(**self._client_options())
         return self._sync_client
 
     def _client_for_arun(self) -> Any:
@@ -723,17 +723,7 @@ class OpenAIChatPipe(ProviderPipe):
         if self.transport == "httpx":
             return httpx.AsyncClient(timeout=self._http_timeout())
         openai = require("openai", self.extra)
-        return openai.AsyncOpenAI(**self._sdk_options())
-
-    def _sdk_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {}
-        if self.base_url is not None:
-            options["base_url"] = self.base_url
-        if self._api_key is not None:
-            options["api_key"] = self._api_key
-        if self.timeout is not None:
-            options["timeout"] = self.timeout
-        return options
+        return openai.AsyncOpenAI(**self._client_options())
 
     def _http_timeout(self) -> httpx.Timeout:
         if self.timeout is not None:

@@ -777,14 +777,7 @@ class OpenAIResponsesPipe(ProviderPipe):
     # ------------------------------------------------------------------------- clients
 
     def _client_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {"max_retries": self.max_retries}
-        if self.base_url is not None:
-            options["base_url"] = self.base_url
-        if self._api_key is not None:
-            options["api_key"] = self._api_key
-        if self.timeout is not None:
-            options["timeout"] = self.timeout
-        return options
+        return {"max_retries": self.max_retries, **super()._client_options()}
 
     def _build_client(self, class_name: str) -> Any:
         openai = require("openai", self.extra)
