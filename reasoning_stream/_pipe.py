@@ -185,6 +185,8 @@ class Pipe:
     """The model id, for provider pipes."""
     endpoint: str | None = None
     """The base URL or region the pipe talks to, for provider pipes."""
+    closing_timeout: float = 0.2
+    """Seconds each async callback gets for a closing chunk after the run was cancelled."""
 
     def __init__(
         self,
@@ -211,6 +213,8 @@ class Pipe:
         self._capture = _Capture()
         self._segment_open = False
         self._delivered = False
+        # A chunk whose delivery was interrupted, and the callbacks that have not had it yet.
+        self._partial: tuple[str, tuple[StreamingCallback, ...]] | None = None
         self._retries = 0
         self._retry_backoff = 0.5
         self._retry_max_delay = 8.0
@@ -389,45 +393,82 @@ class Pipe:
 
     # ---------------------------------------------------------------------------- delivery
 
+    def _next_delivery(self) -> tuple[str, tuple[StreamingCallback, ...]] | None:
+        """The next chunk and who still needs it: an interrupted delivery first, in order."""
+        partial = self._partial
+        if partial is not None:
+            self._partial = None
+            return partial
+        if self._outbox:
+            return self._outbox.pop(0), self._callbacks
+        return None
+
+    def _interrupted(
+        self, chunk: str, targets: tuple[StreamingCallback, ...], position: int
+    ) -> None:
+        """Remember who has not had ``chunk`` yet, so the closing delivery still gives it."""
+        rest = targets[position + 1 :]
+        self._partial = (chunk, rest) if rest else None
+
     def _deliver(self, *, final: bool = False) -> None:
         """Hand queued chunks and events to sync callbacks, in order."""
-        chunks = self._outbox
-        if chunks:
-            self._outbox = []
-            callbacks = self._callbacks
-            if callbacks:
-                self._delivered = True
-            for index, chunk in enumerate(chunks):
-                for callback in callbacks:
+        if self._callbacks and (self._outbox or self._partial):
+            self._delivered = True
+        while (item := self._next_delivery()) is not None:
+            chunk, targets = item
+            for position, callback in enumerate(targets):
+                try:
+                    result = callback(chunk)
+                except Exception as error:
                     try:
-                        result = callback(chunk)
-                    except Exception as error:
-                        self._handle_callback_error(error, chunk, chunks, index, final)
-                        continue
-                    if result is not None:
-                        reject_awaitable(result, callback)
-        events = self._event_outbox
-        if events:
-            self._event_outbox = []
-            event_callbacks = self._event_callbacks
-            if event_callbacks:
-                self._delivered = True
-            for event in events:
-                for event_callback in event_callbacks:
-                    try:
-                        result = event_callback(event)
-                    except Exception as error:
-                        report_callback_error(self.on_callback_error, error, event, final=final)
-                        continue
-                    if result is not None:
-                        reject_awaitable(result, event_callback)
+                        report_callback_error(self.on_callback_error, error, chunk, final=final)
+                    except CallbackError:
+                        self._interrupted(chunk, targets, position)
+                        raise
+                    continue
+                except BaseException:
+                    self._interrupted(chunk, targets, position)
+                    raise
+                if result is not None:
+                    self._interrupted(chunk, targets, position)
+                    reject_awaitable(result, callback)
+        self._deliver_events_sync(final)
 
-    async def _adeliver(self, *, final: bool = False) -> None:
-        """Hand queued chunks and events to callbacks, awaiting async ones on this task."""
+    def _deliver_events_sync(self, final: bool) -> None:
+        events = self._event_outbox
+        if not events:
+            return
+        self._event_outbox = []
+        event_callbacks = self._event_callbacks
+        if event_callbacks:
+            self._delivered = True
+        for event in events:
+            for event_callback in event_callbacks:
+                try:
+                    result = event_callback(event)
+                except Exception as error:
+                    report_callback_error(self.on_callback_error, error, event, final=final)
+                    continue
+                if result is not None:
+                    reject_awaitable(result, event_callback)
+
+    async def _adeliver(self, *, final: bool = False, deadline: float | None = None) -> None:
+        """Hand queued chunks and events to callbacks, awaiting async ones on this task.
+
+        ``deadline`` bounds each async callback of a closing delivery after a cancellation, so a
+        stuck subscriber cannot hold the cancellation up while the others get their closing
+        chunks.
+        """
         chunks = self._outbox
         callbacks = self._callbacks
-        if len(chunks) == 1 and len(callbacks) == 1 and not self._event_outbox:
-            # The common case, one delta for one subscriber, without the general loops.
+        if (
+            len(chunks) == 1
+            and len(callbacks) == 1
+            and self._partial is None
+            and not self._event_outbox
+            and deadline is None
+        ):
+            # The common case, one delta for one subscriber, without the general loop.
             self._outbox = []
             self._delivered = True
             chunk = chunks[0]
@@ -438,23 +479,33 @@ class Pipe:
                 ):
                     await result
             except Exception as error:
-                self._handle_callback_error(error, chunk, chunks, 0, final)
+                report_callback_error(self.on_callback_error, error, chunk, final=final)
             return
-        if chunks:
-            self._outbox = []
-            callbacks = self._callbacks
-            if callbacks:
-                self._delivered = True
-            for index, chunk in enumerate(chunks):
-                for callback in callbacks:
-                    try:
-                        result = callback(chunk)
-                        if result is not None and (
-                            type(result) is _Coroutine or inspect.isawaitable(result)
-                        ):
+        if callbacks and (chunks or self._partial):
+            self._delivered = True
+        while (item := self._next_delivery()) is not None:
+            chunk, targets = item
+            for position, callback in enumerate(targets):
+                try:
+                    result = callback(chunk)
+                    if result is not None and (
+                        type(result) is _Coroutine or inspect.isawaitable(result)
+                    ):
+                        if deadline is None:
                             await result
-                    except Exception as error:
-                        self._handle_callback_error(error, chunk, chunks, index, final)
+                        else:
+                            with anyio.CancelScope(deadline=deadline):
+                                await result
+                except Exception as error:
+                    try:
+                        report_callback_error(self.on_callback_error, error, chunk, final=final)
+                    except CallbackError:
+                        self._interrupted(chunk, targets, position)
+                        raise
+                except BaseException:
+                    # Cancelled while this callback awaited: the others still get the chunk.
+                    self._interrupted(chunk, targets, position)
+                    raise
         events = self._event_outbox
         if events:
             self._event_outbox = []
@@ -465,23 +516,14 @@ class Pipe:
                 for event_callback in event_callbacks:
                     try:
                         result = event_callback(event)
-                        if result is not None and (
-                            type(result) is _Coroutine or inspect.isawaitable(result)
-                        ):
-                            await result
+                        if result is not None and inspect.isawaitable(result):
+                            if deadline is None:
+                                await result
+                            else:
+                                with anyio.CancelScope(deadline=deadline):
+                                    await result
                     except Exception as error:
                         report_callback_error(self.on_callback_error, error, event, final=final)
-
-    def _handle_callback_error(
-        self, error: Exception, chunk: str, chunks: list[str], index: int, final: bool
-    ) -> None:
-        try:
-            report_callback_error(self.on_callback_error, error, chunk, final=final)
-        except CallbackError:
-            # Keep what the others have not seen yet, so the closing delivery still balances
-            # their markers.
-            self._outbox[:0] = chunks[index + 1 :]
-            raise
 
     # ------------------------------------------------------------------------------ events
 
@@ -646,9 +688,16 @@ class Pipe:
                         await aclose()
         except BaseException as error:
             raised = self._conclude(error)
+            # After a cancellation the closing chunks still go out, but a stuck async
+            # subscriber gets a bounded time for each, so the cancellation stays prompt.
+            deadline = (
+                None
+                if isinstance(error, Exception)
+                else anyio.current_time() + self.closing_timeout
+            )
             try:
                 with anyio.CancelScope(shield=True):
-                    await self._adeliver(final=True)
+                    await self._adeliver(final=True, deadline=deadline)
             finally:
                 self._running = False
                 self._deferred = False
@@ -683,6 +732,7 @@ class Pipe:
         self._segment_open = False
         self._outbox = []
         self._event_outbox = []
+        self._partial = None
         if self._owns_channel:
             self._channel = _Channel()
         self.last_result = None
