@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import email.utils
 import importlib
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -16,7 +18,14 @@ from .._exceptions import MalformedStreamError, ProviderError, UsageError
 from .._messages import messages_from_prompt, strip_inert_keys
 from .._pipe import Pipe, Prompt
 
-__all__ = ["HistoryTurn", "ProviderPipe", "provider_error", "require", "tool_call_arguments"]
+__all__ = [
+    "HistoryTurn",
+    "ProviderPipe",
+    "provider_error",
+    "require",
+    "retry_after_seconds",
+    "tool_call_arguments",
+]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -102,19 +111,35 @@ _JSON_KINDS: dict[type, str] = {
 }
 
 
-def _retry_after(headers: Any) -> float | None:
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds to wait before retrying, from ``retry-after-ms`` or ``Retry-After``.
+
+    ``Retry-After`` may be a number of seconds or an HTTP date; ``None`` when absent or
+    unreadable.
+    """
     if headers is None:
         return None
     try:
+        milliseconds = headers.get("retry-after-ms")
         value = headers.get("retry-after")
     except Exception:
         return None
+    if milliseconds is not None:
+        try:
+            return max(float(milliseconds) / 1000.0, 0.0)
+        except (TypeError, ValueError):
+            pass
     if value is None:
         return None
     try:
-        return float(value)
+        return max(float(value), 0.0)
     except (TypeError, ValueError):
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError, IndexError):
         return None
+    return max(when.timestamp() - time.time(), 0.0)
 
 
 def provider_error(
@@ -145,7 +170,7 @@ def provider_error(
         message,
         provider=provider,
         status_code=status if isinstance(status, int) else None,
-        retry_after=_retry_after(headers),
+        retry_after=retry_after_seconds(headers),
         body=body,
     )
 
@@ -243,9 +268,11 @@ class ProviderPipe(Pipe):
         """Keyword arguments for an SDK client the pipe builds.
 
         Only what was given of ``base_url``, ``api_key`` and ``timeout``: the SDK's own
-        defaults (and environment variables) stand for the rest.
+        defaults (and environment variables) stand for the rest, except retries. The SDKs
+        retry 429s and 5xx twice by default, behind the caller's back and after the first
+        attempt's sleep; the pipe's own :meth:`~Pipe.set_retries` is the one retry policy.
         """
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"max_retries": 0}
         if self.base_url is not None:
             options["base_url"] = self.base_url
         if self._api_key is not None:

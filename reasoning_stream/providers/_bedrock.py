@@ -61,7 +61,7 @@ from .._exceptions import MalformedStreamError, ProviderError, UsageError
 from .._pipe import Prompt
 from .._tags import Scanner
 from ._anthropic import AnthropicTranslator, convert_turns
-from ._base import HistoryTurn, ProviderPipe, provider_error, require
+from ._base import HistoryTurn, ProviderPipe, provider_error, require, retry_after_seconds
 
 __all__ = [
     "BedrockPipe",
@@ -658,12 +658,7 @@ def bedrock_error(error: BaseException, provider: str = PROVIDER) -> ProviderErr
         if status is None:
             status = _STREAM_ERROR_STATUS.get(code.lower())
         headers = metadata.get("HTTPHeaders") or {}
-        retry_after: float | None = None
-        try:
-            if headers.get("retry-after") is not None:
-                retry_after = float(headers["retry-after"])
-        except (TypeError, ValueError):
-            retry_after = None
+        retry_after = retry_after_seconds(headers)
         message = f"{provider}: {text} ({code}"
         if status is not None:
             message += f", HTTP {status}"
@@ -864,14 +859,16 @@ class BedrockPipe(ProviderPipe):
     def _client(self) -> Any:
         if self.client is None:
             boto3 = require("boto3", self.extra)
+            config = require("botocore.config", self.extra)
             options: dict[str, Any] = {"region_name": self.region_name}
             if self.base_url:
                 options["endpoint_url"] = self.base_url
+            timeouts: dict[str, Any] = {}
             if self.timeout is not None:
-                config = require("botocore.config", self.extra)
-                options["config"] = config.Config(
-                    connect_timeout=self.timeout, read_timeout=self.timeout
-                )
+                timeouts = {"connect_timeout": self.timeout, "read_timeout": self.timeout}
+            # One attempt: botocore's retries would repeat a throttled call behind the
+            # caller's back; the pipe's own set_retries() is the one retry policy.
+            options["config"] = config.Config(retries={"total_max_attempts": 1}, **timeouts)
             self.client = boto3.client("bedrock-runtime", **options)
         return self.client
 

@@ -54,7 +54,13 @@ from .._events import (
 )
 from .._exceptions import MalformedStreamError, ProviderError, UsageError
 from .._pipe import Prompt
-from ._base import HistoryTurn, ProviderPipe, provider_error, tool_call_arguments
+from ._base import (
+    HistoryTurn,
+    ProviderPipe,
+    provider_error,
+    retry_after_seconds,
+    tool_call_arguments,
+)
 
 __all__ = ["DEFAULT_BASE_URL", "GeminiPipe", "GeminiTranslator"]
 
@@ -391,12 +397,9 @@ def _match_call(
 
 
 def _retry_after(response: httpx.Response, error: Mapping[str, Any] | None) -> float | None:
-    header = response.headers.get("retry-after")
-    if header is not None:
-        try:
-            return float(header)
-        except ValueError:
-            pass
+    seconds = retry_after_seconds(response.headers)
+    if seconds is not None:
+        return seconds
     details = error.get("details") if error is not None else None
     for detail in details if isinstance(details, list) else ():
         if isinstance(detail, Mapping) and isinstance(detail.get("retryDelay"), str):

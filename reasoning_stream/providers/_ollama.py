@@ -36,7 +36,13 @@ from .._events import (
 from .._exceptions import ProviderError, UsageError
 from .._pipe import Prompt
 from .._tags import Scanner
-from ._base import ProviderPipe, provider_error, require, tool_call_arguments
+from ._base import (
+    ProviderPipe,
+    provider_error,
+    require,
+    retry_after_seconds,
+    tool_call_arguments,
+)
 
 __all__ = ["OllamaPipe", "OllamaTranslator", "Think"]
 
@@ -500,10 +506,14 @@ class OllamaPipe(ProviderPipe):
             # The SDK uses -1 for an error line inside a 200 stream: no HTTP status.
             status = status if isinstance(status, int) and status >= 100 else None
             where = f"HTTP {status}" if status is not None else "error in the stream"
+            # ResponseError keeps no headers; the httpx error it was raised from does.
+            context = error.__context__
+            response = getattr(context, "response", None)
             return ProviderError(
                 f"{provider}: {reason} (ResponseError, {where})",
                 provider=provider,
                 status_code=status,
+                retry_after=retry_after_seconds(getattr(response, "headers", None)),
                 body=reason,
             )
         return provider_error(provider, error)

@@ -39,8 +39,8 @@ from .._exceptions import ProviderError, UsageError
 from .._messages import strip_inert_keys
 from .._pipe import Prompt
 from .._tags import Scanner, grammar_for
-from ._base import HistoryTurn, ProviderPipe, provider_error, require
-from ._sse import aiter_sse_json, iter_sse_json, retry_after_seconds
+from ._base import HistoryTurn, ProviderPipe, provider_error, require, retry_after_seconds
+from ._sse import aiter_sse_json, iter_sse_json
 
 __all__ = [
     "REASONING_FIELDS",

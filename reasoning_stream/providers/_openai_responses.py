@@ -777,7 +777,7 @@ class OpenAIResponsesPipe(ProviderPipe):
     # ------------------------------------------------------------------------- clients
 
     def _client_options(self) -> dict[str, Any]:
-        return {"max_retries": self.max_retries, **super()._client_options()}
+        return {**super()._client_options(), "max_retries": self.max_retries}
 
     def _build_client(self, class_name: str) -> Any:
         openai = require("openai", self.extra)

@@ -12,9 +12,7 @@ Both are generators: closing them (``close()`` / ``await aclose()``) closes the 
 
 from __future__ import annotations
 
-import email.utils
 import json
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -23,6 +21,7 @@ import httpx
 import httpx_sse
 
 from .._exceptions import MalformedStreamError, ProviderError
+from ._base import retry_after_seconds
 
 __all__ = ["aiter_sse_json", "http_error", "iter_sse_json", "retry_after_seconds"]
 
@@ -167,34 +166,3 @@ def _message_of(detail: Any) -> str | None:
         # A plain-text error page: its first line is enough, and bounded.
         return detail.strip().splitlines()[0][:200]
     return None
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """Seconds to wait before retrying, from ``retry-after-ms`` or ``Retry-After``.
-
-    ``Retry-After`` may be a number of seconds or an HTTP date; ``None`` when absent or
-    unreadable.
-    """
-    if headers is None:
-        return None
-    try:
-        milliseconds = headers.get("retry-after-ms")
-        value = headers.get("retry-after")
-    except Exception:
-        return None
-    if milliseconds is not None:
-        try:
-            return max(float(milliseconds) / 1000.0, 0.0)
-        except (TypeError, ValueError):
-            pass
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except (TypeError, ValueError):
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(str(value))
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
