@@ -324,6 +324,10 @@ class ConverseStreamTranslator:
             )
         return events
 
+    def salvage(self) -> list[Event]:
+        """After a broken stream: nothing is held back here (Converse text is never scanned)."""
+        return []
+
 
 # ----------------------------------------------------------------------------- Invoke
 
@@ -473,6 +477,12 @@ class InvokeStreamTranslator:
             return events
         assert self._text is not None
         return self._text.finish()
+
+    def salvage(self) -> list[Event]:
+        """After a broken stream: what the tag scanner held back, without judging the end."""
+        if self._anthropic is not None:
+            return self._anthropic.finish()
+        return self._text.finish() if self._text is not None else []
 
 
 def starts_in_reasoning(model: str) -> bool:
@@ -1002,6 +1012,10 @@ class BedrockPipe(ProviderPipe):
                 yield from translator.feed(chunk)
                 self._note_response_id(opened)
             yield from translator.finish()
+        except Exception:
+            # A broken stream still releases what the tag scanner held back.
+            yield from translator.salvage()
+            raise
         finally:
             _close_stream(opened.stream)
 
@@ -1042,6 +1056,11 @@ class BedrockPipe(ProviderPipe):
                 self._note_response_id(opened)
             for event in translator.finish():
                 yield event
+        except Exception:
+            # A broken stream still releases what the tag scanner held back.
+            for event in translator.salvage():
+                yield event
+            raise
         finally:
             reader.interrupt()
             with anyio.CancelScope(shield=True):

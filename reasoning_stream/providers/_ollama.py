@@ -460,6 +460,10 @@ class OllamaPipe(ProviderPipe):
             for chunk in stream:
                 yield from translator.feed(chunk)
             yield from translator.finish()
+        except Exception:
+            # A broken stream still releases what the tag scanner held back.
+            yield from translator.finish()
+            raise
         finally:
             self.last_server_timings = translator.server_timings
             stream.close()
@@ -489,6 +493,11 @@ class OllamaPipe(ProviderPipe):
                     yield event
             for event in translator.finish():
                 yield event
+        except Exception:
+            # A broken stream still releases what the tag scanner held back.
+            for event in translator.finish():
+                yield event
+            raise
         finally:
             self.last_server_timings = translator.server_timings
             with anyio.CancelScope(shield=True):
