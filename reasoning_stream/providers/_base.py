@@ -281,6 +281,13 @@ class ProviderPipe(Pipe):
             options["timeout"] = self.timeout
         return options
 
+    def close(self) -> None:
+        """Release a sync client the pipe built itself (clients passed in stay the caller's).
+
+        Pipes whose SDK client keeps sockets open override this; by default there is nothing
+        to release.
+        """
+
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map an SDK or transport exception to ``ProviderError``."""
         return provider_error(self.provider or self.name, error)

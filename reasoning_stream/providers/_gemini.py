@@ -720,6 +720,13 @@ class GeminiPipe(ProviderPipe):
                 if owned:
                     await client.aclose()
 
+    def close(self) -> None:
+        """Close the sync client this pipe built itself; a client passed in stays the caller's."""
+        if self._built_sync and self._sync_client is not None:
+            client, self._sync_client = self._sync_client, None
+            self._built_sync = False
+            client.close()
+
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map a transport or stream-format failure to ``ProviderError``, key scrubbed."""
         return self._scrub(provider_error(self.provider or self.name, error))

@@ -506,6 +506,13 @@ class OllamaPipe(ProviderPipe):
                 if owned:
                     await client.close()
 
+    def close(self) -> None:
+        """Close the sync client this pipe built itself; a client passed in stays the caller's."""
+        if self._built_sync and self._sync_client is not None:
+            client, self._sync_client = self._sync_client, None
+            self._built_sync = False
+            client.close()
+
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map ``ollama.ResponseError`` (HTTP and mid-stream errors) and transport errors."""
         provider = self.provider or self.name
