@@ -47,7 +47,14 @@ from .._events import (
 )
 from .._exceptions import ProviderError, UsageError
 from .._pipe import Pipe, Prompt
-from ._base import HistoryTurn, ProviderPipe, provider_error, require, tool_call_arguments
+from ._base import (
+    HistoryTurn,
+    ProviderPipe,
+    close_sdk_stream,
+    provider_error,
+    require,
+    tool_call_arguments,
+)
 
 __all__ = ["AnthropicPipe", "AnthropicTranslator"]
 
@@ -695,8 +702,9 @@ class AnthropicPipe(ProviderPipe):
         try:
             translator = self._translator()
             stream = await client.messages.create(**self._create_arguments(prompt))
+            iterator = aiter(stream)
             try:
-                async for raw in stream:
+                async for raw in iterator:
                     events = translator.feed(raw)
                     self.set_response_id(translator.response_id)
                     for event in events:
@@ -705,7 +713,7 @@ class AnthropicPipe(ProviderPipe):
                     yield event
             finally:
                 with anyio.CancelScope(shield=True):
-                    await stream.close()
+                    await close_sdk_stream(stream, iterator)
         finally:
             if owned:
                 with anyio.CancelScope(shield=True):

@@ -142,6 +142,22 @@ def retry_after_seconds(headers: Any) -> float | None:
     return max(when.timestamp() - time.time(), 0.0)
 
 
+async def close_sdk_stream(stream: Any, iterator: Any = None) -> None:
+    """Close an SDK ``AsyncStream`` completely: our iterator over it, its generator, the response.
+
+    ``stream.close()`` releases the response but leaves the async generators behind the stream
+    suspended when the run ended early; the garbage collector would finalise them later, on
+    whatever event loop runs then (trio reports it as a ResourceWarning).
+    """
+    try:
+        for generator in (iterator, getattr(stream, "_iterator", None)):
+            aclose = getattr(generator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+    finally:
+        await stream.close()
+
+
 def provider_error(
     provider: str, error: BaseException, *, what: str | None = None
 ) -> ProviderError:

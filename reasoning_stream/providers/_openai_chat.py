@@ -39,7 +39,14 @@ from .._exceptions import ProviderError, UsageError
 from .._messages import strip_inert_keys
 from .._pipe import Prompt
 from .._tags import Scanner, grammar_for
-from ._base import HistoryTurn, ProviderPipe, provider_error, require, retry_after_seconds
+from ._base import (
+    HistoryTurn,
+    ProviderPipe,
+    close_sdk_stream,
+    provider_error,
+    require,
+    retry_after_seconds,
+)
 from ._sse import aiter_sse_json, iter_sse_json
 
 __all__ = [
@@ -829,7 +836,11 @@ class OpenAIChatPipe(ProviderPipe):
             aclose = source.aclose  # type: ignore[attr-defined]
         else:
             stream = await client.chat.completions.create(**self._sdk_arguments(body))
-            source, aclose = stream, stream.close
+            source = aiter(stream)
+
+            async def aclose() -> None:
+                await close_sdk_stream(stream, source)
+
         recorded_id = False
         try:
             async for chunk in source:

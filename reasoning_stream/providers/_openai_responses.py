@@ -40,7 +40,7 @@ from .._events import (
 )
 from .._exceptions import ProviderError, UsageError
 from .._pipe import Prompt
-from ._base import HistoryTurn, ProviderPipe, provider_error, require
+from ._base import HistoryTurn, ProviderPipe, close_sdk_stream, provider_error, require
 
 __all__ = ["OpenAIResponsesPipe", "OpenAIResponsesTranslator"]
 
@@ -861,9 +861,11 @@ class OpenAIResponsesPipe(ProviderPipe):
         body = self.build_request(prompt)
         translator = self.translator()
         stream: Any = None
+        iterator: Any = None
         try:
             stream = await client.responses.create(**sdk_arguments(client.responses.create, body))
-            async for chunk in stream:
+            iterator = aiter(stream)
+            async for chunk in iterator:
                 events = translator.feed(chunk)
                 self.set_response_id(translator.response_id)
                 for event in events:
@@ -879,7 +881,7 @@ class OpenAIResponsesPipe(ProviderPipe):
         finally:
             with anyio.CancelScope(shield=True):
                 if stream is not None:
-                    await stream.close()
+                    await close_sdk_stream(stream, iterator)
                 if owned:
                     await client.close()
 
