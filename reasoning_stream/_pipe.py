@@ -760,7 +760,15 @@ class Pipe:
         self.last_result = result
         if isinstance(raised, ReasoningStreamError):
             raised.result = result
+        if error is not None:
+            # The original becomes the cause only when the driver raises: redact both.
+            self.redact_secrets(error)
+            if raised is not None and raised is not error:
+                self.redact_secrets(raised)
         return raised
+
+    def redact_secrets(self, error: BaseException) -> None:
+        """Blank out credentials a server echoed into ``error`` or its causes (provider pipes)."""
 
     def _make_result(self, status: Status, error: BaseException | None) -> PipeResult:
         capture = self._capture

@@ -543,6 +543,7 @@ class AnthropicPipe(ProviderPipe):
     """
 
     provider = _PROVIDER
+    secret_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     extra = "anthropic"
 
     def __init__(

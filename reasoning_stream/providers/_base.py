@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import importlib
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ __all__ = [
     "HistoryTurn",
     "ProviderPipe",
     "provider_error",
+    "redact_exception_chain",
     "require",
     "retry_after_seconds",
     "tool_call_arguments",
@@ -142,6 +145,40 @@ def retry_after_seconds(headers: Any) -> float | None:
     return max(when.timestamp() - time.time(), 0.0)
 
 
+def _redacted(value: Any, secrets: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "***")
+        return value
+    if isinstance(value, Mapping):
+        return {key: _redacted(item, secrets) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_redacted(item, secrets) for item in value)
+    return value
+
+
+def redact_exception_chain(error: BaseException, secrets: Sequence[str]) -> None:
+    """Replace every secret in the messages, ``message``, ``body`` and ``error`` of a chain."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    pending: list[BaseException] = []
+    while current is not None or pending:
+        if current is None:
+            current = pending.pop()
+        if id(current) in seen:
+            current = None
+            continue
+        seen.add(id(current))
+        current.args = tuple(_redacted(arg, secrets) for arg in current.args)
+        for name in ("message", "body", "error"):
+            if name in vars(current):
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(current, name, _redacted(getattr(current, name), secrets))
+        if current.__context__ is not None:
+            pending.append(current.__context__)
+        current = current.__cause__
+
+
 async def close_sdk_stream(stream: Any, iterator: Any = None) -> None:
     """Close an SDK ``AsyncStream`` completely: our iterator over it, its generator, the response.
 
@@ -208,6 +245,8 @@ class ProviderPipe(Pipe):
     """
 
     provider: str | None = None
+    secret_env: tuple[str, ...] = ()
+    """Environment variables holding this provider's credentials (redacted from errors)."""
     extra: str = "all"
     """The package extra that installs this pipe's SDK."""
 
@@ -296,6 +335,24 @@ class ProviderPipe(Pipe):
         if self.timeout is not None:
             options["timeout"] = self.timeout
         return options
+
+    def secrets(self) -> list[str]:
+        """The credentials this pipe may send: never to appear in an error or a log line."""
+        candidates = [self._api_key, getattr(self.client, "api_key", None)]
+        candidates += [os.environ.get(name) for name in self.secret_env]
+        # Blanking a very short value would mangle ordinary words; real keys are long.
+        return [value for value in candidates if isinstance(value, str) and len(value) >= 8]
+
+    def redact_secrets(self, error: BaseException) -> None:
+        """Blank out this pipe's credentials wherever a server echoed them into ``error``.
+
+        Servers (Google's APIs, some proxies) quote a refused key back in the error body;
+        that text reaches the SDK's exception and ours. The chain (``__cause__`` and
+        ``__context__``) is rewritten in place: its messages, ``message`` and ``body``.
+        """
+        secrets = self.secrets()
+        if secrets:
+            redact_exception_chain(error, secrets)
 
     def close(self) -> None:
         """Release a sync client the pipe built itself (clients passed in stay the caller's).

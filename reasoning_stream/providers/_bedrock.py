@@ -797,6 +797,7 @@ class BedrockPipe(ProviderPipe):
     """
 
     provider = PROVIDER
+    secret_env = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK")
     extra = "bedrock"
 
     def __init__(

@@ -436,6 +436,7 @@ class GeminiPipe(ProviderPipe):
     """
 
     provider = "gemini"
+    secret_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     # No SDK to install: httpx and httpx-sse are core dependencies of the package.
     extra = "all"
 

@@ -520,6 +520,7 @@ class OpenAIChatPipe(ProviderPipe):
     """
 
     provider: str | None = "openai-chat"
+    secret_env = ("OPENAI_API_KEY",)
     extra: str = "openai"
     reasoning_fields: ClassVar[tuple[str, ...]] = REASONING_FIELDS
     """Delta fields carrying reasoning, in priority order."""

@@ -607,6 +607,7 @@ class OpenAIResponsesPipe(ProviderPipe):
     """
 
     provider = PROVIDER
+    secret_env = ("OPENAI_API_KEY",)
     extra = "openai"
 
     def __init__(

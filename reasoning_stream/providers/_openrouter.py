@@ -57,6 +57,7 @@ class OpenRouterPipe(OpenAIChatPipe):
     """
 
     provider: str | None = "openrouter"
+    secret_env = ("OPENROUTER_API_KEY",)
     # Only the core dependencies (httpx, httpx-sse) are needed; "all" is the catch-all extra.
     extra: str = "all"
     reasoning_fields: ClassVar[tuple[str, ...]] = ("reasoning", "reasoning_details")
