@@ -213,6 +213,8 @@ def provider_error(
     headers = getattr(response, "headers", None) if response is not None else None
     body = getattr(error, "body", None)
     summary = what or str(error) or type(error).__name__
+    if isinstance(error, json.JSONDecodeError) and what is None:
+        summary = f"a stream event is not valid JSON ({error})"
     kind = type(error).__name__
     message = f"{provider}: {summary} ({kind}"
     if isinstance(status, int):

@@ -86,7 +86,8 @@ def _plain(obj: Any) -> dict[str, Any]:
     if callable(to_dict):
         # exclude_unset (the SDK's default) leaves out fields the server did not send, so the
         # item goes back the way it came.
-        data = to_dict(mode="json")
+        # warnings=False: a malformed item must not turn into pydantic serialiser warnings.
+        data = to_dict(mode="json", warnings=False)
         return dict(data) if isinstance(data, Mapping) else {}
     model_dump = getattr(obj, "model_dump", None)
     if callable(model_dump):

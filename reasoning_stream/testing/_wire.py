@@ -495,6 +495,9 @@ class _Route:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 resets connections beyond it in a burst; load tests
+    # open hundreds of streams at once.
+    request_queue_size = 1024
 
     def __init__(self, wire: WireServer) -> None:
         self.wire = wire
