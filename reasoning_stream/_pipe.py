@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import time
 import types
+import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
@@ -429,10 +430,29 @@ class Pipe:
                 except BaseException:
                     self._interrupted(chunk, targets, position)
                     raise
-                if result is not None:
-                    self._interrupted(chunk, targets, position)
-                    reject_awaitable(result, callback)
+                if result is not None and inspect.isawaitable(result):
+                    if self._running:
+                        self._interrupted(chunk, targets, position)
+                    self._not_awaited(result, callback)
         self._deliver_events_sync(final)
+
+    def _not_awaited(self, result: object, callback: object) -> None:
+        """A sync delivery met an async callback: an error in run(), a warning outside a run.
+
+        Outside a run (hooks driven by hand) there is no event loop to await it on; the sync
+        callbacks still get every chunk, and the async one is told how to get them.
+        """
+        if self._running:
+            reject_awaitable(result, callback)
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()
+        warnings.warn(
+            f"async callback {callback!r} skipped: hooks called outside a run deliver to sync "
+            "callbacks only; use `await pipe.arun(...)`",
+            RuntimeWarning,
+            stacklevel=4,
+        )
 
     def _deliver_events_sync(self, final: bool) -> None:
         events = self._event_outbox
@@ -449,8 +469,8 @@ class Pipe:
                 except Exception as error:
                     report_callback_error(self.on_callback_error, error, event, final=final)
                     continue
-                if result is not None:
-                    reject_awaitable(result, event_callback)
+                if result is not None and inspect.isawaitable(result):
+                    self._not_awaited(result, event_callback)
 
     async def _adeliver(self, *, final: bool = False, deadline: float | None = None) -> None:
         """Hand queued chunks and events to callbacks, awaiting async ones on this task.

@@ -513,3 +513,32 @@ def test_markers_appear_only_when_reasoning_flows(script: list[Any]) -> None:
     segments, _ = expected_from_script(script)
     assert chunks.count(OPEN) == chunks.count(CLOSE) == len(segments)
     assert balanced(chunks)
+
+
+def test_sync_callbacks_may_return_values() -> None:
+    """``sys.stdout.write`` returns a count; a return value is not an awaitable."""
+    lengths: list[int] = []
+
+    def write(chunk: str) -> int:
+        lengths.append(len(chunk))
+        return len(chunk)
+
+    result = (
+        ScriptedPipe([ReasoningDelta("ab"), TextDelta("cde")])
+        .set_streaming_callback(write)
+        .run("p")
+    )
+    assert result.text == "cde"
+    assert lengths == [len(OPEN), 2, len(CLOSE), 3]
+
+
+def test_outside_a_run_async_callbacks_are_skipped_with_a_warning() -> None:
+    chunks: list[str] = []
+
+    async def later(chunk: str) -> None:
+        pass
+
+    pipe = Pipe().set_streaming_callback(later).set_streaming_callback(chunks.append)
+    with pytest.warns(RuntimeWarning, match="arun"):
+        pipe.emit_text("hi")
+    assert chunks == ["hi"]
