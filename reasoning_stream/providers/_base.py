@@ -366,8 +366,3 @@ class ProviderPipe(Pipe):
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map an SDK or transport exception to ``ProviderError``."""
         return provider_error(self.provider or self.name, error)
-
-
-def as_messages(prompt: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Shorthand for :func:`messages_from_prompt`."""
-    return messages_from_prompt(prompt)
