@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,39 @@ def test_module_entry_point_runs() -> None:
         check=True,
     )
     assert json.loads(completed.stdout)["text"] == "t"
+
+
+def test_ctrl_c_during_reasoning_closes_the_segment_and_reports_the_capture() -> None:
+    """SIGINT mid-reasoning: exit 130, no traceback, the capture reported on stderr."""
+    import signal
+    import time
+
+    from reasoning_stream.testing import Reply
+
+    with WireServer(Reply(Transcript.load("demo_deepseek"), hang_after=5)) as server:
+        process = subprocess.Popen(
+            [
+                sys.executable, "-m", "reasoning_stream", "chat", "hi", "--provider", "openai",
+                "--model", "deepseek-reasoner", "--base-url", server.url + "/v1", "--raw",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,  # unbuffered: communicate() must see every byte not read here
+            env={**os.environ, "OPENAI_API_KEY": "test-key"},
+        )  # fmt: skip
+        assert process.stdout is not None
+        seen = b""
+        deadline = time.monotonic() + 30
+        while b"<think>" not in seen and time.monotonic() < deadline:
+            seen += process.stdout.read(1)
+        time.sleep(0.3)  # let the held reasoning chunks arrive
+        process.send_signal(signal.SIGINT)
+        out_bytes, err_bytes = process.communicate(timeout=30)
+    collected = (seen + out_bytes).decode()
+    err = err_bytes.decode()
+    assert process.returncode == 130
+    assert "Traceback" not in err
+    assert "interrupted; captured" in err and "cancelled_before_answer" in err
+    split = ReasoningStream.split(collected, lossless=True)
+    assert collected.endswith(ReasoningStream.CLOSE_TAG) and not split.truncated
+    assert split.reasoning.startswith("The user wants a haiku")
