@@ -579,28 +579,6 @@ class GeminiPipe(ProviderPipe):
             )
         return headers
 
-    def _scrub(self, error: ProviderError) -> ProviderError:
-        """The same error with the API key, should a server echo it, blanked out."""
-        key = self._key()
-        # Blanking a very short key would mangle ordinary words; real keys are ~40 chars.
-        if not key or len(key) < 8 or (key not in str(error) and key not in repr(error.body)):
-            return error
-        body = error.body
-        if body is not None:
-            try:
-                body = json.loads(json.dumps(body).replace(key, "***"))
-            except (TypeError, ValueError):
-                body = None
-        scrubbed = type(error)(
-            str(error).replace(key, "***"),
-            provider=error.provider,
-            status_code=error.status_code,
-            retry_after=error.retry_after,
-            body=body,
-        )
-        scrubbed.result = error.result
-        return scrubbed
-
     # ---------------------------------------------------------------------------- events
 
     def _translator(self) -> GeminiTranslator:
@@ -621,7 +599,7 @@ class GeminiPipe(ProviderPipe):
         try:
             events = translator.feed(chunk)
         except ProviderError as error:
-            raise self._scrub(error) from None
+            raise error from None
         self.set_response_id(translator.response_id)
         return events
 
@@ -636,14 +614,12 @@ class GeminiPipe(ProviderPipe):
         else:
             message = f"gemini: {response.reason_phrase or 'the request failed'} (HTTP "
             message += f"{response.status_code})"
-        return self._scrub(
-            ProviderError(
-                message,
-                provider=self.provider,
-                status_code=response.status_code,
-                retry_after=_retry_after(response, error),
-                body=body,
-            )
+        return ProviderError(
+            message,
+            provider=self.provider,
+            status_code=response.status_code,
+            retry_after=_retry_after(response, error),
+            body=body,
         )
 
     def _sync(self) -> httpx.Client:
@@ -729,8 +705,11 @@ class GeminiPipe(ProviderPipe):
             client.close()
 
     def wrap_error(self, error: BaseException) -> ProviderError:
-        """Map a transport or stream-format failure to ``ProviderError``, key scrubbed."""
-        return self._scrub(provider_error(self.provider or self.name, error))
+        """Map a transport or stream-format failure to ``ProviderError``.
+
+        A key the server echoed is blanked by the shared :meth:`redact_secrets` when the run ends.
+        """
+        return provider_error(self.provider or self.name, error)
 
 
 def _append(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
