@@ -56,11 +56,17 @@ def _answers_ping(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def running_redis(folder: Path) -> Iterator[RedisServer]:
-    """Start ``redis-server`` (no persistence) on a free loopback port; stop it on exit."""
+def running_redis(
+    folder: Path, *, durable: bool = False, port: int | None = None
+) -> Iterator[RedisServer]:
+    """Start ``redis-server`` on a free loopback port (or ``port``); stop it on exit.
+
+    ``durable=True`` keeps an append-only file in ``folder``, fsynced on every write, so a
+    server started again on the same folder has the data back.
+    """
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     for _ in range(5):  # a free port can be taken between probing and binding: try another
-        port = free_port()
+        port = port or free_port()
         process = subprocess.Popen(
             [
                 binary,
@@ -68,7 +74,8 @@ def running_redis(folder: Path) -> Iterator[RedisServer]:
                 "--bind", "127.0.0.1",
                 "--dir", str(folder),
                 "--save", "",
-                "--appendonly", "no",
+                "--appendonly", "yes" if durable else "no",
+                "--appendfsync", "always",
                 "--daemonize", "no",
                 "--loglevel", "warning",
             ],
@@ -86,6 +93,7 @@ def running_redis(folder: Path) -> Iterator[RedisServer]:
                 return
             time.sleep(0.02)
         server.stop()
+        port = None
     raise RuntimeError(f"redis-server ({binary}) did not start")
 
 
