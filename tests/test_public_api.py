@@ -73,3 +73,22 @@ def test_reasoning_state_repr_hides_the_payload() -> None:
     assert reasoning_stream.ReasoningState.from_json(state.to_json()) == state
     raw = reasoning_stream.ReasoningState("bedrock", "m", "redacted", b"\x00\xffbytes")
     assert reasoning_stream.ReasoningState.from_json(raw.to_json()) == raw
+
+
+def test_store_names_are_exported() -> None:
+    store = importlib.import_module("reasoning_stream.store")
+    assert sorted(store.__all__) == [
+        "ConflictError",
+        "ConversationNotFoundError",
+        "ConversationStore",
+        "CorruptConversationError",
+        "RedisStore",
+        "SQLiteStore",
+        "StoreError",
+        "arun_stored",
+        "run_stored",
+    ]
+    for name in ("ConflictError", "StoreError", "CorruptConversationError"):
+        assert name in reasoning_stream.__all__
+        assert getattr(store, name) is getattr(reasoning_stream, name)
+    assert issubclass(reasoning_stream.ConflictError, reasoning_stream.ReasoningStreamError)
