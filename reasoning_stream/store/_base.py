@@ -131,13 +131,30 @@ def encode_pending(conversation_id: str, record: GenerationRecord | None) -> str
     return _dump(conversation_id, record.to_json())
 
 
+def _parse_turns(texts: list[str]) -> list[Any]:
+    """Every turn document parsed: one ``json.loads`` for all, or one each to find a bad one."""
+    try:
+        turns = json.loads("[" + ",".join(texts) + "]")
+        # A damaged document could still join into valid JSON ("1],[2"): count them.
+        if isinstance(turns, list) and len(turns) == len(texts):
+            return turns
+    except ValueError:
+        pass
+    parsed = []
+    for position, text in enumerate(texts):
+        try:
+            parsed.append(json.loads(text))
+        except ValueError as error:
+            raise ValueError(f"turn {position} is not JSON ({error})") from error
+    return parsed
+
+
 def decode_conversation(conversation_id: str, stored: StoredConversation) -> Conversation:
     """Rebuild a conversation, or raise ``CorruptConversationError`` naming it."""
     try:
         messages: list[Any] = []
         records: list[Any] = []
-        for position, text in enumerate(stored.turns):
-            turn = json.loads(text)
+        for position, turn in enumerate(_parse_turns(stored.turns)):
             if not isinstance(turn, dict) or "message" not in turn:
                 raise ValueError(f"turn {position} is not a stored turn")
             messages.append(turn["message"])
