@@ -157,3 +157,27 @@ def test_a_worker_process_can_open_the_same_store(store: ConversationStore) -> N
     store.save("chat", Conversation().add_user("hi"))
     with open_store(store_address(store)) as other:
         assert other.load("chat")[0] == store.load("chat")[0]
+
+
+def _append_from_forked_child(store: ConversationStore) -> None:
+    append_turns(store, "chat", "child", 5)
+
+
+def test_a_store_inherited_through_fork_opens_its_own_connections(
+    store: ConversationStore,
+) -> None:
+    """SQLite forbids using a connection across fork: the child must not touch the parent's."""
+    store.save("chat", Conversation())
+    append_turns(store, "chat", "parent", 2)  # the parent has connections open
+    child = multiprocessing.get_context("fork").Process(
+        target=_append_from_forked_child, args=(store,)
+    )
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    append_turns(store, "chat", "after", 2)  # the parent's connections still work
+    contents = [message["content"] for message in store.load("chat")[0]]
+    assert contents == ["parent:0", "parent:1"] + [f"child:{n}" for n in range(5)] + [
+        "after:0",
+        "after:1",
+    ]
