@@ -92,3 +92,17 @@ def test_store_names_are_exported() -> None:
         assert name in reasoning_stream.__all__
         assert getattr(store, name) is getattr(reasoning_stream, name)
     assert issubclass(reasoning_stream.ConflictError, reasoning_stream.ReasoningStreamError)
+
+
+def test_strategy_names_are_exported() -> None:
+    strategies = importlib.import_module("reasoning_stream.strategies")
+    assert sorted(strategies.__all__) == [
+        "ChainOfDraft",
+        "ChainOfThought",
+        "PromptStrategy",
+        "StrategyPipe",
+        "StrategyResult",
+        "draft_steps",
+        "native_thinking",
+    ]
+    assert issubclass(strategies.StrategyResult, reasoning_stream.PipeResult)
