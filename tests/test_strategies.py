@@ -366,3 +366,25 @@ def test_the_wrapped_pipes_attributes_show_through() -> None:
     assert (pipe.name, pipe.model, pipe.provider) == ("drafter", "m", "scripted")
     assert pipe.prompts is inner.prompts  # ScriptedPipe's own attribute, through the wrapper
     assert json.loads(json.dumps(ChainOfDraft().instruction()))
+
+
+def test_the_chain_of_draft_benchmark_runs_against_an_openai_style_server(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import chain_of_draft
+
+    with WireServer(openai_transcript(["<think>24 - 18 = 6</think>", "6"])) as server:
+        tallies = chain_of_draft.main(
+            ["--base-url", f"{server.url}/v1", "--model", "gemma-3-270m-it", "--limit", "2"]
+        )
+        bodies = [request.json() for request in server.requests]
+    assert [tally.correct for tally in tallies.values()] == [1, 1, 1]  # 6 is right once of two
+    assert all(tally.asked == 2 for tally in tallies.values())
+    cod = tallies["cod"]
+    assert cod.estimated and cod.reasoning_tokens[0] == pytest.approx(20 * 11 / 12)
+    assert (cod.steps, cod.steps_over) == (2, 0)
+    assert bodies[0]["messages"][0]["content"] == chain_of_draft.DIRECT
+    assert "5 words at most" in bodies[-1]["messages"][0]["content"]
+    assert bodies[-1]["temperature"] == 0
+    out = capsys.readouterr().out
+    assert "| Chain-of-Draft (5 words) | 1/2 (50%) | ~18 | 70 |" in out
