@@ -35,6 +35,7 @@ False
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -110,7 +111,6 @@ OPERATION_DURATION_METRIC = "gen_ai.client.operation.duration"
 TOKEN_USAGE_METRIC = "gen_ai.client.token.usage"
 TIME_TO_FIRST_CHUNK_METRIC = "gen_ai.client.operation.time_to_first_chunk"
 REASONING_DURATION_METRIC = "reasoning_stream.reasoning.duration"
-TIME_TO_FIRST_TEXT_METRIC = "reasoning_stream.time_to_first_text"
 
 # Bucket boundaries the conventions advise for durations (seconds) and token counts.
 _SECONDS_BUCKETS: Final = (
@@ -229,13 +229,6 @@ class _Instruments:
             "Time the model spent streaming reasoning in one response (segments summed).",
             _SECONDS_BUCKETS,
         )
-        self.first_text: Histogram = _histogram(
-            meter,
-            TIME_TO_FIRST_TEXT_METRIC,
-            "s",
-            "Time from the request to the first answer text, reasoning included.",
-            _SECONDS_BUCKETS,
-        )
 
 
 def _histogram(
@@ -327,7 +320,10 @@ class _Scope:
                 if isinstance(result, PipelineResult) or self.metric_attributes is None:
                     _finish_workflow(span, result, error_type, self.prompt, observer.capture)
                 else:
-                    _finish_pipe(span, result, error_type, self.prompt, observer.capture)
+                    known_server = SERVER_ADDRESS in self.metric_attributes
+                    _finish_pipe(
+                        span, result, error_type, self.prompt, observer.capture, known_server
+                    )
                     self._record(result, error_type, duration)
                 if error_type is not None:
                     from opentelemetry.trace import Status, StatusCode
@@ -354,8 +350,6 @@ class _Scope:
         first = _first_chunk(result)
         if first is not None:
             instruments.first_chunk.record(first, attributes)
-        if timings.time_to_first_text is not None:
-            instruments.first_text.record(timings.time_to_first_text, attributes)
         if result.reasoning_segments:
             instruments.reasoning.record(timings.reasoning_duration, attributes)
 
@@ -396,6 +390,7 @@ def _finish_pipe(
     error_type: str | None,
     prompt: Prompt,
     capture: ContentCapture,
+    known_server: bool,
 ) -> None:
     attributes: dict[str, Any] = {}
     if error_type is not None:
@@ -429,7 +424,7 @@ def _finish_pipe(
             attributes[TOOL_CALLS] = len(result.tool_calls)
         if result.reasoning_state:
             attributes[OPAQUE_STATES] = len(result.reasoning_state)
-        if result.endpoint:
+        if result.endpoint and not known_server:
             address, port = _server(result.endpoint)
             if address:
                 attributes[SERVER_ADDRESS] = address
@@ -483,6 +478,7 @@ def _provider_name(provider: str | None, endpoint: str | None) -> str:
     return _PROVIDER_NAMES.get(provider, provider)
 
 
+@functools.lru_cache(maxsize=256)
 def _server(endpoint: str | None) -> tuple[str | None, int | None]:
     """Host and port of a URL endpoint (never its user info, path or query)."""
     if not endpoint or "://" not in endpoint:
