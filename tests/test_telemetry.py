@@ -7,6 +7,7 @@ Every bundled provider transcript is played through its real SDK (the reliabilit
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -506,9 +507,15 @@ SECRET_CASES = [
 @pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize(("target_name", "name"), SECRET_CASES)
 def test_opaque_state_is_never_exported_even_in_full(
-    wire: WireServer, full: Otel, target_name: str, name: str, flavour: Flavour
+    wire: WireServer,
+    full: Otel,
+    target_name: str,
+    name: str,
+    flavour: Flavour,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Whole and cut mid-way: the spans and metrics at "full" hold no payload."""
+    """Whole and cut mid-way: the spans, metrics and our log lines at "full" hold no payload."""
+    caplog.set_level(logging.DEBUG, logger="reasoning_stream")
     target = TARGETS[target_name]
     original = transcript(name)
     secrets = opaque_payloads(original)
@@ -523,8 +530,10 @@ def test_opaque_state_is_never_exported_even_in_full(
     scripted("followup", TextDelta("ok")).run(history)
     exported = full.everything()
     assert "Say something." in exported  # full capture is on: the text is there
+    logged = "\n".join(caplog.handler.format(record) for record in caplog.records)
     for secret in secrets:
         assert secret not in exported, "an opaque payload was exported"
+        assert secret not in logged, "an opaque payload was logged"
 
 
 def test_opaque_blocks_in_a_prompt_are_never_exported(full: Otel) -> None:
