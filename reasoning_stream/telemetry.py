@@ -270,7 +270,8 @@ class _Observer:
             name, attributes, metric_attributes = self._pipe_start(runner)
             span = self.tracer.start_span(name, kind=self._client_kind, attributes=attributes)
         token = self._context.attach(self._trace.set_span_in_context(span))
-        return _Scope(self, span, token, prompt, metric_attributes, _clock())
+        streaming = getattr(runner, "stream", True) is not False
+        return _Scope(self, span, token, prompt, metric_attributes, streaming, _clock())
 
     def _pipe_start(self, pipe: Pipe) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """Span name and start attributes, cached per pipe identity (provider, model, ...)."""
@@ -288,7 +289,15 @@ class _Observer:
 class _Scope:
     """One run's span; ends it with the result's attributes and records the metrics."""
 
-    __slots__ = ("metric_attributes", "observer", "prompt", "span", "started", "token")
+    __slots__ = (
+        "metric_attributes",
+        "observer",
+        "prompt",
+        "span",
+        "started",
+        "streaming",
+        "token",
+    )
 
     def __init__(
         self,
@@ -297,6 +306,7 @@ class _Scope:
         token: object,
         prompt: Prompt,
         metric_attributes: dict[str, Any] | None,
+        streaming: bool,
         started: float,
     ) -> None:
         self.observer = observer
@@ -304,6 +314,7 @@ class _Scope:
         self.token = token
         self.prompt = prompt
         self.metric_attributes = metric_attributes
+        self.streaming = streaming
         self.started = started
 
     def run_finished(
@@ -322,7 +333,13 @@ class _Scope:
                 else:
                     known_server = SERVER_ADDRESS in self.metric_attributes
                     _finish_pipe(
-                        span, result, error_type, self.prompt, observer.capture, known_server
+                        span,
+                        result,
+                        error_type,
+                        self.prompt,
+                        observer.capture,
+                        known_server,
+                        self.streaming,
                     )
                     self._record(result, error_type, duration)
                 if error_type is not None:
@@ -347,7 +364,7 @@ class _Scope:
         if usage.output_tokens is not None:
             instruments.tokens.record(usage.output_tokens, {**attributes, TOKEN_TYPE: "output"})
         timings = result.timings
-        first = _first_chunk(result)
+        first = _first_chunk(result) if self.streaming else None
         if first is not None:
             instruments.first_chunk.record(first, attributes)
         if result.reasoning_segments:
@@ -391,6 +408,7 @@ def _finish_pipe(
     prompt: Prompt,
     capture: ContentCapture,
     known_server: bool,
+    streaming: bool,
 ) -> None:
     attributes: dict[str, Any] = {}
     if error_type is not None:
@@ -409,7 +427,8 @@ def _finish_pipe(
         if usage.reasoning_tokens is not None:
             attributes[REASONING_TOKENS] = usage.reasoning_tokens
         timings = result.timings
-        first = _first_chunk(result)
+        # The conventions define time to first chunk for streaming requests only.
+        first = _first_chunk(result) if streaming else None
         if first is not None:
             attributes[TIME_TO_FIRST_CHUNK] = first
         if timings.time_to_first_reasoning is not None:

@@ -611,3 +611,15 @@ def test_without_opentelemetry_the_error_says_what_to_install(
     with pytest.raises(UsageError, match=r"pip install 'reasoning-stream\[otel\]'"):
         telemetry.instrument()
     assert not telemetry.is_instrumented()
+
+
+def test_a_one_shot_request_has_no_time_to_first_chunk(otel: Otel) -> None:
+    """The conventions define time to first chunk for streaming requests only."""
+    pipe = scripted("p", ReasoningDelta("r"), TextDelta("a"))
+    pipe.stream = False  # type: ignore[attr-defined]  # provider pipes take stream=False
+    pipe.run("x")
+    attributes = dict(only_span(otel).attributes or {})
+    assert "gen_ai.request.stream" not in attributes
+    assert "gen_ai.response.time_to_first_chunk" not in attributes
+    assert "reasoning_stream.time_to_first_reasoning" in attributes
+    assert otel.points("gen_ai.client.operation.time_to_first_chunk") == []
