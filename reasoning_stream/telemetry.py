@@ -327,7 +327,7 @@ class _Scope:
         finally:
             span = self.span
             try:
-                error_type = _error_type(error, result)
+                error_type = _error_type(error)
                 if isinstance(result, PipelineResult) or self.metric_attributes is None:
                     _finish_workflow(span, result, error_type, self.prompt, observer.capture)
                 else:
@@ -509,20 +509,18 @@ def _server(endpoint: str | None) -> tuple[str | None, int | None]:
         return None, None
 
 
-def _error_type(error: BaseException | None, result: object) -> str | None:
+def _error_type(error: BaseException | None) -> str | None:
     """A low-cardinality name for how the run failed; ``None`` when it did not.
 
     An HTTP failure is its status code (``"429"``); a malformed stream is
     ``reasoning_stream.MalformedStreamError``; another provider failure is the class of the
     error behind it (``"httpx.ReadTimeout"``, ``"openai.APIConnectionError"``); any other
-    error is its own class. Cancellation (a cancelled status) is not an error.
+    error is its own class. A cancellation (a ``BaseException``) is not an error.
     """
     if error is None:
         return None
-    if isinstance(result, PipeResult | PipelineResult) and result.status.startswith("cancelled"):
-        return None
     if not isinstance(error, Exception):
-        return None  # KeyboardInterrupt, SystemExit, a cancellation before any result
+        return None  # a cancellation (anyio's, KeyboardInterrupt), SystemExit
     if isinstance(error, ProviderError) and not isinstance(error, MalformedStreamError):
         if error.status_code is not None:
             return str(error.status_code)
