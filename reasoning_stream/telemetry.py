@@ -353,8 +353,14 @@ class _Scope:
         instruments = self.observer.instruments
         attributes = self.metric_attributes
         assert attributes is not None
-        if error_type is not None:
-            attributes = {**attributes, ERROR_TYPE: error_type}
+        if result is not None or error_type is not None:
+            # Low-cardinality outcome dimensions: "how often does it run out of budget" is
+            # a count of status="length", "which provider fails" one of error.type.
+            attributes = dict(attributes)
+            if error_type is not None:
+                attributes[ERROR_TYPE] = error_type
+            if result is not None:
+                attributes[STATUS] = result.status
         instruments.duration.record(duration, attributes)
         if result is None:
             return

@@ -224,6 +224,7 @@ def test_every_transcript_makes_one_span_equal_to_its_result(
     assert duration.attributes["gen_ai.provider.name"] == PROVIDER_NAMES[target.provider]
     assert duration.attributes["gen_ai.request.model"] == outcome.result.model
     assert duration.attributes.get("error.type") == dict(span.attributes or {}).get("error.type")
+    assert duration.attributes["reasoning_stream.status"] == outcome.result.status
     tokens = {
         point.attributes["gen_ai.token.type"]: point.sum
         for point in otel.points("gen_ai.client.token.usage")
