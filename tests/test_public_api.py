@@ -106,3 +106,14 @@ def test_strategy_names_are_exported() -> None:
         "native_thinking",
     ]
     assert issubclass(strategies.StrategyResult, reasoning_stream.PipeResult)
+
+
+def test_telemetry_surface() -> None:
+    telemetry = importlib.import_module("reasoning_stream.telemetry")
+    assert telemetry.__all__ == [
+        "SEMCONV_VERSION",
+        "ContentCapture",
+        "instrument",
+        "is_instrumented",
+        "uninstrument",
+    ]
