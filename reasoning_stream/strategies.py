@@ -261,17 +261,19 @@ class StrategyPipe(Pipe):
     @property
     def applied(self) -> bool:
         """Whether the strategy shapes the prompt (not for a natively thinking model)."""
-        if self.strategy.force:
-            return True
-        reason = native_thinking(self.pipe)
-        if reason is None:
+        return self.strategy.force or native_thinking(self.pipe) is None
+
+    def _shapes_this_run(self) -> bool:
+        """:attr:`applied`, warning once per strategy pipe when it is not."""
+        if self.applied:
             return True
         if not self._warned:
             self._warned = True
             warnings.warn(
                 ReasoningWarning(
-                    f"{self.strategy.name} not applied to {self.pipe.name}: {reason}; its "
-                    "own thinking streams as it is (force=True applies the strategy anyway)"
+                    f"{self.strategy.name} not applied to {self.pipe.name}: "
+                    f"{native_thinking(self.pipe)}; its own thinking streams as it is "
+                    "(force=True applies the strategy anyway)"
                 ),
                 stacklevel=2,
             )
@@ -314,7 +316,7 @@ class StrategyPipe(Pipe):
     def iter_events(self, prompt: Prompt) -> Iterator[Event]:
         """The wrapped pipe's events for the shaped prompt, tags in text read as reasoning."""
         self._share_capture()
-        if not self.applied:
+        if not self._shapes_this_run():
             yield from self.pipe.iter_events(prompt)
             return
         scanner = ReasoningStream.scanner()
@@ -337,7 +339,7 @@ class StrategyPipe(Pipe):
     async def aiter_events(self, prompt: Prompt) -> AsyncIterator[Event]:
         """Async twin of :meth:`iter_events`."""
         self._share_capture()
-        if not self.applied:
+        if not self._shapes_this_run():
             async for event in self.pipe.aiter_events(prompt):
                 yield event
             return
@@ -403,7 +405,7 @@ class StrategyPipe(Pipe):
     def _annotated(self, result: PipeResult) -> StrategyResult:
         if isinstance(result, StrategyResult):
             return result
-        applied = self.strategy.force or native_thinking(self.pipe) is None
+        applied = self.applied
         steps = draft_steps(result.model_reasoning) if applied else ()
         limit = self.strategy.max_words if applied else None
         over = tuple(step for step in steps if limit is not None and _words(step) > limit)
