@@ -52,6 +52,11 @@ ScanEvent = ReasoningStart | ReasoningDelta | ReasoningEnd | TextDelta
 
 _new = object.__new__
 
+# Markers carry nothing but a source the pipe sets on a copy, so one frozen instance of each
+# serves every scanner.
+_START = ReasoningStart()
+_END = ReasoningEnd()
+
 
 NO_TAG = -1
 """:meth:`TagGrammar.tag_end`: the ``<`` does not begin a tag."""
@@ -120,19 +125,25 @@ class TagGrammar:
         while start < size and data[start] == "\\":
             start += 1
         stop = data.find(">", start, start + self._longest_body + 1)
+        # Tags come in lower case far more often than not: look that up before folding the case.
         if stop < 0:
             if size - start > self._longest_body:
                 return NO_TAG
             rest = data[start:]
-            rest = rest.lower() if rest.isascii() else rest.translate(_ASCII_LOWER)
-            return UNFINISHED if rest in self._unfinished else NO_TAG
+            if rest in self._unfinished or _fold(rest) in self._unfinished:
+                return UNFINISHED
+            return NO_TAG
         body = data[start:stop]
-        body = body.lower() if body.isascii() else body.translate(_ASCII_LOWER)
-        return stop + 1 if body in self._bodies else NO_TAG
+        return stop + 1 if body in self._bodies or _fold(body) in self._bodies else NO_TAG
 
     def escape(self, text: str) -> str:
         """Add one backslash after the ``<`` of everything in ``text`` that parses as a tag."""
         return self._lookahead.sub("<\\\\", text)
+
+
+def _fold(text: str) -> str:
+    """ASCII letters to lower case, nothing else (tags match case-insensitively in ASCII only)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
 
 
 @lru_cache(maxsize=64)
@@ -188,7 +199,7 @@ class Scanner:
     def _reset(self) -> None:
         self._in_reasoning = self._start_in_reasoning
         # Events owed before the next output: the opening of a pre-filled segment.
-        self._head: list[ScanEvent] = [ReasoningStart()] if self._start_in_reasoning else []
+        self._head: list[ScanEvent] = [_START] if self._start_in_reasoning else []
         # An unfinished tag. When _skip is 1 its leading "<" already went out.
         self._pending = ""
         self._skip = 0
@@ -221,14 +232,14 @@ class Scanner:
                 if not chunk:
                     return []
                 if self._in_reasoning:
-                    event: ScanEvent = _new(ReasoningDelta)
-                    _set_reasoning_text(event, chunk)
-                    _set_reasoning_source(event, None)
+                    delta: ScanEvent = _new(ReasoningDelta)
+                    _set_reasoning_text(delta, chunk)
+                    _set_reasoning_source(delta, None)
                 else:
-                    event = _new(TextDelta)
-                    _set_text_text(event, chunk)
-                    _set_text_source(event, None)
-                return [event]
+                    delta = _new(TextDelta)
+                    _set_text_text(delta, chunk)
+                    _set_text_source(delta, None)
+                return [delta]
             data = chunk
             # Text goes out as slices data[begin:...]; a held "<" already went out.
             begin = 0
@@ -298,10 +309,10 @@ class Scanner:
                     if text:
                         events.append(ReasoningDelta(text) if in_reasoning else TextDelta(text))
                     if marker != "/":
-                        events.append(ReasoningStart())
+                        events.append(_START)
                         in_reasoning = True
                     elif in_reasoning:
-                        events.append(ReasoningEnd())
+                        events.append(_END)
                         in_reasoning = False
                     else:
                         self.stray_close_at = len(events)
@@ -316,7 +327,15 @@ class Scanner:
             pieces.append(text)
             text = "".join(pieces)
         if text:
-            events.append(ReasoningDelta(text) if in_reasoning else TextDelta(text))
+            if in_reasoning:
+                event: ScanEvent = _new(ReasoningDelta)
+                _set_reasoning_text(event, text)
+                _set_reasoning_source(event, None)
+            else:
+                event = _new(TextDelta)
+                _set_text_text(event, text)
+                _set_text_source(event, None)
+            events.append(event)
         self._in_reasoning = in_reasoning
         return events
 
@@ -328,7 +347,7 @@ class Scanner:
         if rest:
             events.append(ReasoningDelta(rest) if self._in_reasoning else TextDelta(rest))
         if self._in_reasoning:
-            events.append(ReasoningEnd())
+            events.append(_END)
         stray = self.stray_close_at
         self._reset()
         self.stray_close_at = stray
