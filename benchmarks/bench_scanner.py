@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from functools import partial
 
 from reasoning_stream import ReasoningStream
 
@@ -83,8 +84,8 @@ def main(rounds: int = ROUNDS) -> dict[str, float]:
         for size, label in SIZES:
             chunks = inputs[label]
             repeat = 3 if size < 1_000_000 else 1
-            floor[label].append(cpu_seconds(lambda c=chunks: floor_split(c), repeat=repeat))
-            ours[label].append(cpu_seconds(lambda c=chunks: scanner_split(c), repeat=repeat))
+            floor[label].append(cpu_seconds(partial(floor_split, chunks), repeat=repeat))
+            ours[label].append(cpu_seconds(partial(scanner_split, chunks), repeat=repeat))
     print(f"Scanner: tagged text fed in {CHUNK}-character chunks, {rounds} interleaved rounds")
     print("| input | floor CPU/chunk | Scanner.feed CPU/chunk | ratio, median [spread] |")
     print("|---|---|---|---|")
