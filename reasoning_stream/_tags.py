@@ -180,6 +180,7 @@ class Scanner:
         "_seen_marker",
         "_skip",
         "_start_in_reasoning",
+        "_starters",
         "_track_stray",
         "stray_close_at",
     )
@@ -192,6 +193,7 @@ class Scanner:
         _track_stray_close: bool = False,
     ) -> None:
         self._grammar = grammar_for(tags)
+        self._starters = self._grammar.starters
         self._start_in_reasoning = start_in_reasoning
         self._track_stray = _track_stray_close
         self._reset()
@@ -224,30 +226,38 @@ class Scanner:
     def feed(self, chunk: str) -> list[ScanEvent]:
         """Scan one chunk; return the events it completes."""
         pending = self._pending
-        if not pending:
-            if "<" not in chunk and not self._head:
-                # The common chunk: no tag starts, ends or waits in it, so it goes out whole.
-                # Its event is built slot by slot, as the classes' own __init__ does, without
-                # the class call around it: a fifth of this path's cost.
-                if not chunk:
-                    return []
-                if self._in_reasoning:
-                    delta: ScanEvent = _new(ReasoningDelta)
-                    _set_reasoning_text(delta, chunk)
-                    _set_reasoning_source(delta, None)
-                else:
-                    delta = _new(TextDelta)
-                    _set_text_text(delta, chunk)
-                    _set_text_source(delta, None)
-                return [delta]
-            data = chunk
-            # Text goes out as slices data[begin:...]; a held "<" already went out.
-            begin = 0
-        else:
-            data = pending + chunk
-            begin = self._skip
+        if pending:
             self._pending = ""
-            self._skip = 0
+            return self._scan(pending + chunk, self._skip)
+        if self._head:
+            return self._scan(chunk, 0)
+        if "<" in chunk:
+            # Only a "<" before a tag's first character (or at the very end) can begin a tag.
+            starters = self._starters
+            last = len(chunk) - 1
+            k = chunk.find("<")
+            while k >= 0:
+                if k == last or chunk[k + 1] in starters:
+                    return self._scan(chunk, 0)
+                k = chunk.find("<", k + 1)
+        elif not chunk:
+            return []
+        # The common chunk: no tag starts, ends or waits in it, so it goes out whole. Its event
+        # is built slot by slot, as the classes' own __init__ does, without the class call
+        # around it: a fifth of this path's cost.
+        if self._in_reasoning:
+            delta: ScanEvent = _new(ReasoningDelta)
+            _set_reasoning_text(delta, chunk)
+            _set_reasoning_source(delta, None)
+        else:
+            delta = _new(TextDelta)
+            _set_text_text(delta, chunk)
+            _set_text_source(delta, None)
+        return [delta]
+
+    def _scan(self, data: str, begin: int) -> list[ScanEvent]:
+        """Scan ``data`` for tags; text goes out from ``data[begin]`` on (a held "<" went out)."""
+        self._skip = 0
         events: list[ScanEvent] = self._head
         if events:
             self._head = []
