@@ -135,7 +135,11 @@ def test_chunking_never_changes_the_events(
 
 
 @given(text_and_chunks(), st.booleans(), thresholds)
-@example(("a<THINK>b</Think\t>c<\\ThInKiNg>", ["a<TH", "INK>b</Th", "ink\t>c<\\", "ThInKiNg>"]), False, 10**9)  # noqa: E501
+@example(
+    ("a<THINK>b</Think\t>c<\\ThInKiNg>", ["a<TH", "INK>b</Th", "ink\t>c<\\", "ThInKiNg>"]),
+    False,
+    10**9,
+)
 @example(("x</REASONING  >y<Reasoning>z", ["x</REA", "SONING  >y<R", "easoning>z"]), True, 0)
 def test_scanner_agrees_with_lossless_split(
     case: tuple[str, list[str]], start: bool, threshold: int
