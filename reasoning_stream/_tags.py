@@ -30,6 +30,7 @@ from ._events import (
 
 __all__ = [
     "DEFAULT_TAGS",
+    "LONG_INPUT",
     "MAX_SPACES",
     "NO_TAG",
     "UNFINISHED",
