@@ -73,7 +73,7 @@ def documents(value: Any) -> Iterator[str]:
     yield json.dumps(value, indent="\t")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(values)
 @example(float("nan"))
 @example([float("inf"), float("-inf"), -0.0, 5e-324, 1.7976931348623157e308])
