@@ -163,6 +163,25 @@ class AnthropicPipe(ProviderPipe):
         """``messages.create(stream=True)`` with the async client."""
         return asdk_source(await client.messages.create(**self._create_arguments(prompt)))
 
+    # ------------------------------------------------------------------------- one-shot
+
+    def _oneshot_arguments(self, prompt: Prompt | Any) -> dict[str, Any]:
+        arguments = self._create_arguments(prompt)
+        del arguments["stream"]
+        if "timeout" not in arguments:
+            # The SDK refuses a non-streaming call whose max_tokens could outlast its default
+            # timeout unless one is given; the pipe's own default is the SDK's ten minutes.
+            arguments["timeout"] = _ONESHOT_TIMEOUT
+        return arguments
+
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """``messages.create()`` without ``stream`` with the sync client; the ``Message``."""
+        return client.messages.create(**self._oneshot_arguments(prompt))
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        return await client.messages.create(**self._oneshot_arguments(prompt))
+
     # --------------------------------------------------------------------------- errors
 
     def wrap_error(self, error: BaseException) -> ProviderError:
@@ -182,6 +201,10 @@ class AnthropicPipe(ProviderPipe):
             return stream_error(body, provider=self.provider or PROVIDER)
         what = f"{error_type}: {message}" if error_type and message else None
         return provider_error(self.provider or self.name, error, what=what)
+
+
+_ONESHOT_TIMEOUT = 600.0
+"""Seconds a one-shot request may take when the pipe sets no ``timeout``."""
 
 
 def _passback(model: str | None) -> PassbackPolicy:

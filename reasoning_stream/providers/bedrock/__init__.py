@@ -347,6 +347,21 @@ class BedrockPipe(ProviderPipe):
         """The event stream, opened and read in worker threads (boto3 is sync only)."""
         return await aevent_stream_source(lambda: self._open(client, prompt))
 
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """``converse`` or ``invoke_model`` (non-streaming); boto3's response, body read."""
+        request = self.build_request(prompt)
+        if self.api == "converse":
+            return client.converse(**request)
+        response = dict(client.invoke_model(**request))
+        body = response.get("body")
+        try:
+            response["body"] = body.read() if hasattr(body, "read") else body
+        finally:
+            close = getattr(body, "close", None)
+            if callable(close):
+                close()
+        return response
+
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map botocore and transport exceptions to ``ProviderError`` (code, message, status)."""
         return bedrock_error(error, self.provider or PROVIDER)

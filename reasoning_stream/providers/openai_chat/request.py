@@ -14,7 +14,7 @@ from typing import Any
 from ..._history import HistoryTurn
 from ..._messages import strip_inert_keys
 
-__all__ = ["message", "sdk_arguments"]
+__all__ = ["message", "oneshot_body", "oneshot_sdk_arguments", "sdk_arguments"]
 
 
 def message(
@@ -57,4 +57,23 @@ def sdk_arguments(body: Mapping[str, Any], timeout: float | None) -> dict[str, A
         arguments["extra_body"] = rest
     if timeout is not None:
         arguments["timeout"] = timeout
+    return arguments
+
+
+def oneshot_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A streaming request body made non-streaming: no ``stream``, no ``stream_options``.
+
+    OpenAI documents ``stream_options`` as valid only with ``stream: true``; without both
+    the server answers with one ``chat.completion`` object.
+    """
+    rest = dict(body)
+    rest.pop("stream", None)
+    rest.pop("stream_options", None)
+    return rest
+
+
+def oneshot_sdk_arguments(body: Mapping[str, Any], timeout: float | None) -> dict[str, Any]:
+    """The SDK's non-streaming ``create()`` arguments for a body from :func:`oneshot_body`."""
+    arguments = sdk_arguments(body, timeout)
+    del arguments["stream"]
     return arguments

@@ -240,6 +240,20 @@ class OpenAIResponsesPipe(ProviderPipe):
         create = client.responses.create
         return asdk_source(await create(**request.sdk_arguments(create, body)))
 
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """``responses.create()`` without ``stream`` with the sync client; the ``Response``."""
+        body = self.build_request(prompt)
+        body.pop("stream", None)
+        create = client.responses.create
+        return create(**request.sdk_arguments(create, body))
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        body = self.build_request(prompt)
+        body.pop("stream", None)
+        create = client.responses.create
+        return await create(**request.sdk_arguments(create, body))
+
 
 def _passback(model: str | None) -> PassbackPolicy:
     # Reasoning items go back with every earlier turn (stateless replay pairs them by id).
