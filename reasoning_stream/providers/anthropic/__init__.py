@@ -18,6 +18,7 @@ from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import provider_error
 from .._spec import Demo, ProviderSpec
 from .._transports import AsyncSource, Source, asdk_source, sdk_source
+from . import request
 from .effort import PLANNER
 from .request import convert_turns
 from .translate import PROVIDER, AnthropicTranslator, error_details, stream_error
@@ -94,7 +95,8 @@ class AnthropicPipe(ProviderPipe):
         >>> AnthropicPipe("claude-x").build_request("hi")
         {'model': 'claude-x', 'max_tokens': 4096, 'messages': [{'role': 'user', 'content': 'hi'}]}
         """
-        system, messages = convert_turns(self.turns(prompt))
+        turns = self.turns(prompt)
+        system, messages = convert_turns(turns)
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self._resolved_max_tokens(),
@@ -108,6 +110,8 @@ class AnthropicPipe(ProviderPipe):
             body["thinking"] = dict(self.thinking)
         body = self.with_reasoning(body)
         body.update(self.extra_body)
+        if request.thinking_turned_off(turns):
+            body.pop("thinking", None)
         return body
 
     def _resolved_max_tokens(self) -> int:
@@ -228,6 +232,8 @@ SPEC = ProviderSpec(
     base_url_env="ANTHROPIC_BASE_URL",
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("anthropic_thinking", "claude-sonnet-4-6", _demo_pipe),
 )
 """The Anthropic Messages API."""

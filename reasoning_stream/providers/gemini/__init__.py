@@ -317,6 +317,8 @@ SPEC = ProviderSpec(
     key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("gemini_reasoning", "gemini-2.5-flash", _demo_pipe),
 )
 """The Gemini API (native ``streamGenerateContent``)."""

@@ -207,7 +207,7 @@ class OpenAIChatPipe(ProviderPipe):
 
     def _message(self, turn: HistoryTurn) -> dict[str, Any]:
         send = self.send_reasoning_back
-        if send is None and turn.reasoning:
+        if send is None and turn.reasoning is not None:
             send = self._auto_send_reasoning(turn.message)
         return request.message(
             turn, self, send_reasoning=bool(send), reasoning_field=self.reasoning_passback_field
@@ -345,6 +345,8 @@ SPEC = ProviderSpec(
     base_url_env="OPENAI_BASE_URL",
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("openai_chat_reasoning_content", "deepseek-reasoner", _demo_pipe),
 )
 """OpenAI Chat Completions and the servers that speak it."""

@@ -275,6 +275,8 @@ SPEC = ProviderSpec(
     base_url_env="OPENAI_BASE_URL",
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("openai_responses_summary", "o4-mini", _demo_pipe),
 )
 """The OpenAI Responses API."""
