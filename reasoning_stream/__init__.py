@@ -11,6 +11,7 @@ reasoning and the answer from anything collected off that channel.
 """
 
 from ._conversation import Conversation, GenerationRecord, PassbackPolicy, TurnRecord
+from ._preflight import PassbackProblem
 from ._effort import (
     Reasoning,
     ReasoningLevel,
@@ -65,6 +66,7 @@ __all__ = [
     "MalformedStreamError",
     "OpaqueState",
     "PassbackPolicy",
+    "PassbackProblem",
     "Pipe",
     "PipeResult",
     "Pipeline",

@@ -36,6 +36,7 @@ def test_contract_names_are_exported() -> None:
         "ProviderError",
         "UsageError",
         "MalformedStreamError",
+        "PassbackProblem",
     ):
         assert name in reasoning_stream.__all__
     assert {"ScriptedPipe", "WireServer"} <= set(reasoning_stream.testing.__all__)
