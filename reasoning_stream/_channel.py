@@ -1,0 +1,248 @@
+"""The channel: the one place that decides markers, escaping and the reasoning gate. Pure, no I/O.
+
+A ``Channel`` turns hook calls into an *outbox*: a queue of ``(payload, targets)`` entries, where
+a payload is a ``str`` chunk for streaming callbacks or an event for event callbacks, and
+``targets`` are the callbacks that must receive it, in order. Nothing here calls a callback;
+:mod:`._delivery` empties the outbox.
+
+Escaping is kept per subscriber. A subscriber's stream is the concatenation of the chunks it
+received, so characters that could still become a tag are held *for the subscribers that saw
+their beginning*, until more text addressed to those subscribers decides them, a marker follows,
+or the channel ends. Subscribers with the same history share one escaper, so the usual case (one
+audience for the whole run) costs one escaper. A Pipeline whose pipes have different callbacks
+therefore never shows anyone a forged tag, whoever sees which part.
+
+>>> channel = Channel()
+>>> audience = (print,)
+>>> channel.text("x<thi", audience, (), True, "a")
+>>> channel.text("nk>", audience, (), True, "a")
+>>> channel.end()
+>>> [payload for payload, _ in channel.outbox]
+['x<', '\\\\think>']
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._events import Event, ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
+from ._stream import ReasoningStream
+from ._tags import Escaper
+
+__all__ = ["Channel", "Entry", "Targets"]
+
+Targets = tuple[Callable[[Any], Any], ...]
+"""The callbacks an outbox entry goes to, in delivery order."""
+Entry = tuple["str | Event", Targets]
+"""One outbox entry: a chunk or an event, and who gets it."""
+
+_OPEN = ReasoningStream.OPEN_TAG
+_CLOSE = ReasoningStream.CLOSE_TAG
+
+
+class _View:
+    """Subscribers that have seen the same stream so far, and the escaper of that stream."""
+
+    __slots__ = ("escaper", "members")
+
+    def __init__(self, escaper: Escaper, members: Targets) -> None:
+        self.escaper = escaper
+        self.members = members
+
+
+class Channel:
+    """Marker state, per-subscriber escapers and the outbox of one run.
+
+    A run owns its channel for its lifetime; a Pipeline's pipes share the Pipeline run's channel,
+    which is what makes markers and escaping span pipe boundaries. Hooks called outside any run
+    write to the pipe's own idle channel.
+    """
+
+    __slots__ = (
+        "_last_audience",
+        "_last_views",
+        "_solo_audience",
+        "_solo_feed",
+        "_solo_members",
+        "_views",
+        "awaiting",
+        "deferred",
+        "delivering",
+        "handed",
+        "open",
+        "outbox",
+        "reasoning_events_open",
+    )
+
+    def __init__(self, *, deferred: bool = False) -> None:
+        self.outbox: deque[Entry] = deque()
+        """Entries not yet handed to all their targets, oldest first."""
+        self.deferred = deferred
+        """Hooks only queue; the driver delivers (async runs)."""
+        self.delivering = False
+        """A sync delivery is under way: a re-entrant hook only queues, so order stays one order.
+
+        (An async run's hooks only queue anyway: its driver is the one that delivers.)"""
+        self.handed = False
+        """Entries were handed out since a turn last cleared it (a retry must not repeat them)."""
+        self.awaiting: str | Event | None = None
+        """The payload whose async callback the driver is awaiting (for error reports)."""
+        self.open = False
+        """A reasoning marker is open in the channel."""
+        self.reasoning_events_open = False
+        """A ``ReasoningStart`` went to the event callbacks without its ``ReasoningEnd`` yet."""
+        self._views: list[_View] = []
+        self._last_audience: Targets | None = None
+        self._last_views: list[_View] = []
+        # When the last audience has a single view: its escaper's feed and its members.
+        self._solo_audience: Targets | None = None
+        self._solo_feed: Callable[[str], str] = str
+        self._solo_members: Targets = ()
+
+    # ------------------------------------------------------------------------- the decisions
+
+    def reasoning(
+        self,
+        delta: str,
+        opened: bool,
+        audience: Targets,
+        events: Targets,
+        gate: bool,
+        escape: bool,
+        source: str,
+    ) -> None:
+        """A reasoning delta (``opened``: it began a segment). Behind the gate, nothing goes out."""
+        if not gate:
+            return
+        if opened:
+            self.reasoning_events_open = True
+            if events:
+                self.outbox.append((ReasoningStart(source=source), events))
+        if not self.open:
+            self.open = True
+            self.marker(_OPEN, audience)
+        if audience is self._solo_audience and escape:
+            out = self._solo_feed(delta)
+            if out:
+                self.outbox.append((out, self._solo_members))
+        elif audience:
+            self.write(delta, audience, escape)
+        if events:
+            self.outbox.append((ReasoningDelta(delta, source=source), events))
+
+    def close_segment(self, audience: Targets, events: Targets, source: str) -> None:
+        """A reasoning segment ended: close the marker and the event sequence if they are open."""
+        if self.open:
+            self.open = False
+            self.marker(_CLOSE, audience)
+        if self.reasoning_events_open:
+            self.reasoning_events_open = False
+            if events:
+                self.outbox.append((ReasoningEnd(source=source), events))
+
+    def text(
+        self, delta: str, audience: Targets, events: Targets, escape: bool, source: str
+    ) -> None:
+        """Answer text (the caller closed any open segment first)."""
+        # The usual case, one view for this audience, without the general loop.
+        if audience is self._solo_audience and escape:
+            out = self._solo_feed(delta)
+            if out:
+                self.outbox.append((out, self._solo_members))
+        elif audience:
+            self.write(delta, audience, escape)
+        if events:
+            self.outbox.append((TextDelta(delta, source=source), events))
+
+    def event(self, event: Event, events: Targets) -> None:
+        """A typed event that is not channel text (tool call, usage, finish)."""
+        if events:
+            self.outbox.append((event, events))
+
+    def end(self) -> None:
+        """The channel ends: every subscriber gets the characters still held for it."""
+        for view in self._views:
+            held = view.escaper.flush()
+            if held:
+                self.outbox.append((held, view.members))
+
+    # -------------------------------------------------------------------------- the writing
+
+    def write(self, payload: str, audience: Targets, escape: bool) -> None:
+        """Queue payload text for a non-empty ``audience``, escaped for each one's own stream."""
+        views = self._last_views if audience is self._last_audience else self._views_for(audience)
+        outbox = self.outbox
+        if escape:
+            for view in views:
+                out = view.escaper.feed(payload)
+                if out:
+                    outbox.append((out, view.members))
+            return
+        # Unescaped text decides nothing; what was held goes out first, as it was.
+        for view in views:
+            held = view.escaper.flush()
+            if held:
+                outbox.append((held, view.members))
+        outbox.append((payload, audience))
+
+    def marker(self, marker: str, audience: Targets) -> None:
+        """Queue a marker; it starts with ``<``, ending any unfinished tag: held text goes first."""
+        if not audience:
+            return
+        views = self._last_views if audience is self._last_audience else self._views_for(audience)
+        for view in views:
+            held = view.escaper.flush()
+            if held:
+                self.outbox.append((held, view.members))
+        self.outbox.append((marker, audience))
+
+    def _views_for(self, audience: Targets) -> list[_View]:
+        """The views covering exactly ``audience``, splitting views whose members differ."""
+        wanted = {id(callback) for callback in audience}
+        chosen: list[_View] = []
+        views: list[_View] = []
+        covered: set[int] = set()
+        for view in self._views:
+            inside = tuple(c for c in view.members if id(c) in wanted)
+            if not inside:
+                views.append(view)
+                continue
+            covered.update(id(c) for c in inside)
+            if len(inside) == len(view.members):
+                views.append(view)
+                chosen.append(view)
+                continue
+            # Part of this view listens now: from here on their streams differ.
+            view.members = tuple(c for c in view.members if id(c) not in wanted)
+            split = _View(copy.copy(view.escaper), inside)
+            views += (view, split)
+            chosen.append(split)
+        fresh = _unique(c for c in audience if id(c) not in covered)
+        if fresh:
+            view = _View(Escaper(), fresh)
+            views.append(view)
+            chosen.append(view)
+        self._views = views
+        self._last_audience = audience
+        self._last_views = chosen
+        if len(chosen) == 1:
+            self._solo_audience = audience
+            self._solo_feed = chosen[0].escaper.feed
+            self._solo_members = chosen[0].members
+        else:
+            self._solo_audience = None
+        return chosen
+
+
+
+def _unique(callbacks: Sequence[Callable[[Any], Any]] | Any) -> Targets:
+    seen: set[int] = set()
+    unique: list[Callable[[Any], Any]] = []
+    for callback in callbacks:
+        if id(callback) not in seen:
+            seen.add(id(callback))
+            unique.append(callback)
+    return tuple(unique)
