@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable
+from types import BuiltinMethodType, MethodType
 from typing import Any
 
 from ._events import Event, ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
@@ -44,13 +45,26 @@ _CLOSE = ReasoningStream.CLOSE_TAG
 
 
 class _View:
-    """Subscribers that have seen the same stream so far, and the escaper of that stream."""
+    """Subscribers that have seen the same stream so far, and the escaper of that stream.
+
+    Subscribers are told apart by :func:`_subscriber`, so the same bound method registered on
+    two pipes is one subscriber with one stream.
+    """
 
     __slots__ = ("escaper", "members")
 
-    def __init__(self, escaper: Escaper, members: Targets) -> None:
+    def __init__(self, escaper: Escaper, members: dict[Hashable, Callable[[Any], Any]]) -> None:
         self.escaper = escaper
         self.members = members
+
+
+def _subscriber(callback: Callable[[Any], Any]) -> Hashable:
+    """Who receives through ``callback``: bound methods of one object and function are one."""
+    owner = getattr(callback, "__self__", None)
+    if owner is not None and isinstance(callback, MethodType | BuiltinMethodType):
+        function = getattr(callback, "__func__", None)
+        return (id(owner), id(function) if function is not None else callback.__name__)
+    return id(callback)
 
 
 class Channel:
@@ -96,7 +110,7 @@ class Channel:
         """A ``ReasoningStart`` went to the event callbacks without its ``ReasoningEnd`` yet."""
         self._views: list[_View] = []
         self._last_audience: Targets | None = None
-        self._last_views: list[_View] = []
+        self._last_views: list[tuple[Escaper, Targets]] = []
         # When the last audience has a single view: its escaper's feed and its members.
         self._solo_audience: Targets | None = None
         self._solo_feed: Callable[[str], str] = str
@@ -167,7 +181,7 @@ class Channel:
         for view in self._views:
             held = view.escaper.flush()
             if held:
-                self.outbox.append((held, view.members))
+                self.outbox.append((held, tuple(view.members.values())))
 
     # -------------------------------------------------------------------------- the writing
 
@@ -176,16 +190,16 @@ class Channel:
         views = self._last_views if audience is self._last_audience else self._views_for(audience)
         outbox = self.outbox
         if escape:
-            for view in views:
-                out = view.escaper.feed(payload)
+            for escaper, targets in views:
+                out = escaper.feed(payload)
                 if out:
-                    outbox.append((out, view.members))
+                    outbox.append((out, targets))
             return
         # Unescaped text decides nothing; what was held goes out first, as it was.
-        for view in views:
-            held = view.escaper.flush()
+        for escaper, targets in views:
+            held = escaper.flush()
             if held:
-                outbox.append((held, view.members))
+                outbox.append((held, targets))
         outbox.append((payload, audience))
 
     def marker(self, marker: str, audience: Targets) -> None:
@@ -193,56 +207,46 @@ class Channel:
         if not audience:
             return
         views = self._last_views if audience is self._last_audience else self._views_for(audience)
-        for view in views:
-            held = view.escaper.flush()
+        for escaper, targets in views:
+            held = escaper.flush()
             if held:
-                self.outbox.append((held, view.members))
+                self.outbox.append((held, targets))
         self.outbox.append((marker, audience))
 
-    def _views_for(self, audience: Targets) -> list[_View]:
-        """The views covering exactly ``audience``, splitting views whose members differ."""
-        wanted = {id(callback) for callback in audience}
-        chosen: list[_View] = []
+    def _views_for(self, audience: Targets) -> list[tuple[Escaper, Targets]]:
+        """Each view's escaper and its callbacks in ``audience``, splitting views as needed."""
+        keyed = [(_subscriber(callback), callback) for callback in audience]
+        wanted = {key for key, _ in keyed}
+        chosen: list[tuple[Escaper, Targets]] = []
         views: list[_View] = []
-        covered: set[int] = set()
         for view in self._views:
-            inside = tuple(c for c in view.members if id(c) in wanted)
-            if not inside:
-                views.append(view)
-                continue
-            covered.update(id(c) for c in inside)
-            if len(inside) == len(view.members):
-                views.append(view)
-                chosen.append(view)
-                continue
-            # Part of this view listens now: from here on their streams differ.
-            view.members = tuple(c for c in view.members if id(c) not in wanted)
-            split = _View(copy.copy(view.escaper), inside)
-            views += (view, split)
-            chosen.append(split)
-        fresh = _unique(c for c in audience if id(c) not in covered)
-        if fresh:
-            view = _View(Escaper(), fresh)
+            members = view.members
+            inside = {key for key in members if key in wanted}
             views.append(view)
-            chosen.append(view)
+            if not inside:
+                continue
+            wanted -= inside
+            if len(inside) < len(members):
+                # Part of this view listens now: from here on their streams differ.
+                split = _View(copy.copy(view.escaper), {})
+                for key in inside:
+                    split.members[key] = members.pop(key)
+                views.append(split)
+                view = split
+            view.members.update((key, callback) for key, callback in keyed if key in inside)
+            targets = tuple(callback for key, callback in keyed if key in inside)
+            chosen.append((view.escaper, targets))
+        if wanted:
+            fresh = _View(Escaper(), {key: callback for key, callback in keyed if key in wanted})
+            views.append(fresh)
+            chosen.append((fresh.escaper, tuple(c for k, c in keyed if k in wanted)))
         self._views = views
         self._last_audience = audience
         self._last_views = chosen
         if len(chosen) == 1:
             self._solo_audience = audience
-            self._solo_feed = chosen[0].escaper.feed
-            self._solo_members = chosen[0].members
+            self._solo_feed = chosen[0][0].feed
+            self._solo_members = chosen[0][1]
         else:
             self._solo_audience = None
         return chosen
-
-
-
-def _unique(callbacks: Sequence[Callable[[Any], Any]] | Any) -> Targets:
-    seen: set[int] = set()
-    unique: list[Callable[[Any], Any]] = []
-    for callback in callbacks:
-        if id(callback) not in seen:
-            seen.add(id(callback))
-            unique.append(callback)
-    return tuple(unique)
