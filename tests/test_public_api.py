@@ -73,3 +73,22 @@ def test_reasoning_state_repr_hides_the_payload() -> None:
     assert reasoning_stream.ReasoningState.from_json(state.to_json()) == state
     raw = reasoning_stream.ReasoningState("bedrock", "m", "redacted", b"\x00\xffbytes")
     assert reasoning_stream.ReasoningState.from_json(raw.to_json()) == raw
+
+
+def test_the_strategies_module_is_public_and_sorted() -> None:
+    import reasoning_stream.testing.strategies as strategies
+
+    assert strategies.__all__ == sorted(strategies.__all__)
+    assert {
+        "TAG_FRAGMENTS",
+        "SampleChannel",
+        "channels",
+        "chunkings",
+        "event_scripts",
+        "expected_from_script",
+        "scripts",
+        "tag_text",
+        "text_and_chunks",
+    } == set(strategies.__all__)
+    for name in strategies.__all__:
+        assert getattr(strategies, name) is not None

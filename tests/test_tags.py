@@ -15,8 +15,8 @@ from reasoning_stream import (
     TextDelta,
 )
 from reasoning_stream._tags import ScanEvent, grammar_for
+from reasoning_stream.testing.strategies import chunkings, tag_text, text_and_chunks
 from tests.helpers import coalesce, reference_split
-from tests.strategies import chunkings, tag_text, text_and_chunks
 
 LONGEST_TAG = len("</reasoning    >")
 
@@ -124,7 +124,7 @@ def test_scanner_agrees_with_lossless_split(case: tuple[str, list[str]], start: 
     assert (segments, answer) == reference_split(text, start_in_reasoning=start)[:2]
 
 
-@given(tag_text)
+@given(tag_text())
 def test_one_character_chunks_agree_with_whole_input(text: str) -> None:
     assert coalesce(scan(list(text))) == coalesce(scan([text]))
 
@@ -145,7 +145,7 @@ def test_hold_back_is_bounded_and_only_an_unfinished_tag(case: tuple[str, list[s
             assert held[0] in "<\\"
 
 
-@given(tag_text, st.data())
+@given(tag_text(), st.data())
 def test_escape_then_split_gives_back_the_payload(payload: str, data: st.DataObject) -> None:
     escaper = Escaper()
     escaped = "".join(escaper.feed(chunk) for chunk in data.draw(chunkings(payload)))
@@ -157,7 +157,7 @@ def test_escape_then_split_gives_back_the_payload(payload: str, data: st.DataObj
     assert coalesce(scan([escaped])) == ([TextDelta(payload)] if payload else [])
 
 
-@given(tag_text, st.data())
+@given(tag_text(), st.data())
 def test_escaped_payload_inside_markers_round_trips(payload: str, data: st.DataObject) -> None:
     escaper = Escaper()
     body = "".join(escaper.feed(chunk) for chunk in data.draw(chunkings(payload)))
