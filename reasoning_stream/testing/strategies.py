@@ -37,8 +37,8 @@ from .._events import Event, Finish, ReasoningDelta, ReasoningEnd, ReasoningStar
 from ._scripted import ScriptedPipe, ScriptItem
 
 __all__ = [
-    "SampleChannel",
     "TAG_FRAGMENTS",
+    "SampleChannel",
     "channels",
     "chunkings",
     "event_scripts",
