@@ -126,6 +126,17 @@ def test_a_subscriber_that_skips_a_pipe_still_sees_one_escaped_stream() -> None:
     assert ReasoningStream.split("".join(seen), lossless=True).text == "x<think>"
 
 
+def test_a_subscriber_that_leaves_keeps_what_was_held_for_it() -> None:
+    stays: list[str] = []
+    leaves: list[str] = []
+    first = ScriptedPipe([TextDelta("x<thi")])
+    first.set_streaming_callback(stays.append).set_streaming_callback(leaves.append)
+    second = ScriptedPipe([TextDelta("nk>")]).set_streaming_callback(stays.append)
+    (first | second).run("p")
+    assert "".join(stays) == "x<\\think>"
+    assert "".join(leaves) == "x<thi"
+
+
 # --- 3. a non-str delta is misuse: UsageError, the result kept, the pipe usable ---------------
 
 
