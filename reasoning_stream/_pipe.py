@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
 import anyio
 
+from . import _observers
 from ._callbacks import (
     CallbackErrorHandler,
     EventCallback,
@@ -415,7 +416,33 @@ class Pipe:
             release((self,), channel)
 
     def _turn(self, channel: Channel, prompt: Prompt) -> PipeResult:
-        """One turn inside ``channel`` (this pipe's own run, or a Pipeline's), retries included."""
+        """One turn inside ``channel`` (this pipe's own run, or a Pipeline's), observed."""
+        scopes = _observers.start(self, prompt)
+        previous = self.last_result
+        try:
+            result = self._attempts(channel, prompt)
+        except BaseException as error:
+            current = self.last_result
+            _observers.finish(scopes, None if current is previous else current, error)
+            raise
+        _observers.finish(scopes, result, None)
+        return result
+
+    async def _aturn(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        """Async twin of :meth:`_turn`."""
+        scopes = _observers.start(self, prompt)
+        previous = self.last_result
+        try:
+            result = await self._aattempts(channel, prompt)
+        except BaseException as error:
+            current = self.last_result
+            _observers.finish(scopes, None if current is previous else current, error)
+            raise
+        _observers.finish(scopes, result, None)
+        return result
+
+    def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        """The first attempt and the retries it may earn."""
         self._check_sync_callbacks()
         attempt = 0
         while True:
@@ -429,8 +456,8 @@ class Pipe:
             attempt += 1
             time.sleep(delay)
 
-    async def _aturn(self, channel: Channel, prompt: Prompt) -> PipeResult:
-        """Async twin of :meth:`_turn`."""
+    async def _aattempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        """Async twin of :meth:`_attempts`."""
         attempt = 0
         while True:
             channel.handed = False

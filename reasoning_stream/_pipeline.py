@@ -7,6 +7,7 @@ from typing import Self
 
 import anyio
 
+from . import _observers
 from ._callbacks import EventCallback, StreamingCallback
 from ._channel import Channel
 from ._delivery import adeliver, deliver_sync
@@ -103,6 +104,18 @@ class Pipeline:
         """
         channel = Channel()
         claim(self.pipes, channel, what="the Pipeline")
+        scopes = _observers.start(self, prompt)
+        previous = self.last_result
+        try:
+            result = self._run(channel, prompt)
+        except BaseException as error:
+            current = self.last_result
+            _observers.finish(scopes, None if current is previous else current, error)
+            raise
+        _observers.finish(scopes, result, None)
+        return result
+
+    def _run(self, channel: Channel, prompt: Prompt) -> PipelineResult:
         results: list[PipeResult] = []
         current = self.pipes[0]
         try:
@@ -130,6 +143,18 @@ class Pipeline:
         """
         channel = Channel(deferred=True)
         claim(self.pipes, channel, what="the Pipeline")
+        scopes = _observers.start(self, prompt)
+        previous = self.last_result
+        try:
+            result = await self._arun(channel, prompt)
+        except BaseException as error:
+            current = self.last_result
+            _observers.finish(scopes, None if current is previous else current, error)
+            raise
+        _observers.finish(scopes, result, None)
+        return result
+
+    async def _arun(self, channel: Channel, prompt: Prompt) -> PipelineResult:
         results: list[PipeResult] = []
         current = self.pipes[0]
         try:

@@ -91,3 +91,14 @@ def test_the_strategies_module_is_public() -> None:
     } == set(strategies.__all__)
     for name in strategies.__all__:
         assert getattr(strategies, name) is not None
+
+
+def test_telemetry_surface() -> None:
+    telemetry = importlib.import_module("reasoning_stream.telemetry")
+    assert telemetry.__all__ == [
+        "SEMCONV_VERSION",
+        "ContentCapture",
+        "instrument",
+        "is_instrumented",
+        "uninstrument",
+    ]
