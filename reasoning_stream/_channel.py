@@ -12,12 +12,14 @@ or the channel ends. Subscribers with the same history share one escaper, so the
 audience for the whole run) costs one escaper. A Pipeline whose pipes have different callbacks
 therefore never shows anyone a forged tag, whoever sees which part.
 
->>> channel = Channel()
->>> audience = (print,)
+>>> from reasoning_stream._delivery import deliver
+>>> chunks = []
+>>> channel, audience = Channel(), (chunks.append,)
 >>> channel.text("x<thi", audience, (), True, "a")
 >>> channel.text("nk>", audience, (), True, "a")
 >>> channel.end()
->>> [payload for payload, _ in channel.outbox]
+>>> deliver(channel, None)
+>>> chunks
 ['x<', '\\\\think>']
 """
 
@@ -27,7 +29,7 @@ import copy
 from collections import deque
 from collections.abc import Callable, Hashable
 from types import BuiltinMethodType, MethodType
-from typing import Any
+from typing import Any, TypeAlias
 
 from ._events import Event, ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
 from ._stream import ReasoningStream
@@ -35,10 +37,11 @@ from ._tags import Escaper
 
 __all__ = ["Channel", "Entry", "Targets"]
 
-Targets = tuple[Callable[[Any], Any], ...]
+Targets: TypeAlias = tuple[Callable[[Any], Any], ...]
 """The callbacks an outbox entry goes to, in delivery order."""
-Entry = tuple["str | Event", Targets]
-"""One outbox entry: a chunk or an event, and who gets it."""
+Entry: TypeAlias = "str | tuple[str | Event, Targets]"
+"""One outbox entry: a chunk or an event, and who gets it. A bare ``str`` is a chunk for
+:attr:`Channel.solo_targets` (the usual case, without building a pair per chunk)."""
 
 _OPEN = ReasoningStream.OPEN_TAG
 _CLOSE = ReasoningStream.CLOSE_TAG
@@ -79,8 +82,7 @@ class Channel:
         "_last_audience",
         "_last_views",
         "_solo_audience",
-        "_solo_feed",
-        "_solo_members",
+        "_solo_escaper",
         "_views",
         "awaiting",
         "deferred",
@@ -89,6 +91,7 @@ class Channel:
         "open",
         "outbox",
         "reasoning_events_open",
+        "solo_targets",
     )
 
     def __init__(self, *, deferred: bool = False) -> None:
@@ -113,8 +116,9 @@ class Channel:
         self._last_views: list[tuple[Escaper, Targets]] = []
         # When the last audience has a single view: its escaper's feed and its members.
         self._solo_audience: Targets | None = None
-        self._solo_feed: Callable[[str], str] = str
-        self._solo_members: Targets = ()
+        self._solo_escaper = Escaper()
+        self.solo_targets: Targets = ()
+        """Who gets a bare ``str`` entry: the one view of the last audience written to."""
 
     # ------------------------------------------------------------------------- the decisions
 
@@ -139,9 +143,9 @@ class Channel:
             self.open = True
             self.marker(_OPEN, audience)
         if audience is self._solo_audience and escape:
-            out = self._solo_feed(delta)
+            out = self._solo_escaper.feed(delta)
             if out:
-                self.outbox.append((out, self._solo_members))
+                self.outbox.append(out)
         elif audience:
             self.write(delta, audience, escape)
         if events:
@@ -163,9 +167,9 @@ class Channel:
         """Answer text (the caller closed any open segment first)."""
         # The usual case, one view for this audience, without the general loop.
         if audience is self._solo_audience and escape:
-            out = self._solo_feed(delta)
+            out = self._solo_escaper.feed(delta)
             if out:
-                self.outbox.append((out, self._solo_members))
+                self.outbox.append(out)
         elif audience:
             self.write(delta, audience, escape)
         if events:
@@ -243,10 +247,19 @@ class Channel:
         self._views = views
         self._last_audience = audience
         self._last_views = chosen
+        self._pin_bare_entries()
         if len(chosen) == 1:
             self._solo_audience = audience
-            self._solo_feed = chosen[0][0].feed
-            self._solo_members = chosen[0][1]
+            self._solo_escaper, self.solo_targets = chosen[0]
         else:
             self._solo_audience = None
         return chosen
+
+    def _pin_bare_entries(self) -> None:
+        """Bare chunks still queued keep the targets they were written for."""
+        outbox = self.outbox
+        if any(type(entry) is str for entry in outbox):
+            targets = self.solo_targets
+            pinned = [(entry, targets) if type(entry) is str else entry for entry in outbox]
+            outbox.clear()
+            outbox.extend(pinned)

@@ -46,11 +46,14 @@ def deliver(
     the run); the other subscribers still get the entry, now or in the closing delivery.
     """
     outbox = channel.outbox
-    if not outbox:
-        return None
-    channel.handed = True
     while outbox:
-        payload, targets = outbox.popleft()
+        entry = outbox.popleft()
+        if type(entry) is str:
+            payload: str | Event = entry
+            targets = channel.solo_targets
+        else:
+            payload, targets = entry  # type: ignore[str-unpack, assignment]
+        channel.handed = True
         for callback in targets:
             try:
                 result = callback(payload)
