@@ -362,3 +362,48 @@ def test_with_the_gate_off_the_channel_is_exactly_the_reference_escape(script: l
     )
     _, text = expected_from_script(script)
     assert "".join(chunks) == reference_escape(text)
+
+
+# --- subscribers joining mid-run --------------------------------------------------------
+
+
+def test_a_subscriber_added_mid_run_gets_only_what_was_written_after_it_joined() -> None:
+    first: list[str] = []
+    late: list[str] = []
+    pipe = ScriptedPipe([ReasoningDelta("r"), TextDelta("t")])
+
+    def joining(chunk: str) -> None:
+        first.append(chunk)
+        if chunk == OPEN:
+            # "r" is already queued for the first subscriber alone.
+            pipe.set_streaming_callback(late.append)
+            pipe.emit_text("X")
+
+    pipe.set_streaming_callback(joining)
+
+    async def main() -> None:
+        await pipe.arun("p")
+
+    anyio.run(main)
+    assert first == [OPEN, "r", CLOSE, "X", "t"]
+    assert late == [CLOSE, "X", "t"]
+
+
+def test_a_subscriber_removed_mid_run_still_gets_what_was_written_for_it() -> None:
+    leaving: list[str] = []
+    leave = leaving.append
+    pipe = ScriptedPipe([ReasoningDelta("r"), TextDelta("t")])
+
+    def remover(chunk: str) -> None:
+        if chunk == OPEN:
+            # "r" is already queued for both subscribers.
+            pipe.remove_streaming_callback(leave)
+            pipe.emit_text("X")
+
+    pipe.set_streaming_callback(remover).set_streaming_callback(leave)
+
+    async def main() -> None:
+        await pipe.arun("p")
+
+    anyio.run(main)
+    assert leaving == [OPEN, "r"]
