@@ -504,13 +504,14 @@ class Pipe:
             handle = self.handle_event
             # The two deltas skip handle_event's dispatch, unless a subclass overrides it.
             direct = type(self).handle_event is Pipe.handle_event
+            text_kind, reasoning_kind = (TextDelta, ReasoningDelta) if direct else (None, None)
             text, reasoning = self.emit_text, self.emit_reasoning_chunk
             try:
                 async for event in source:
                     kind = type(event)
-                    if kind is TextDelta and direct:
+                    if kind is text_kind:
                         text(event.text)  # type: ignore[union-attr]
-                    elif kind is ReasoningDelta and direct:
+                    elif kind is reasoning_kind:
                         reasoning(event.text)  # type: ignore[union-attr]
                     else:
                         handle(event)
