@@ -407,3 +407,18 @@ def test_a_subscriber_removed_mid_run_still_gets_what_was_written_for_it() -> No
 
     anyio.run(main)
     assert leaving == [OPEN, "r"]
+
+
+@pytest.mark.anyio
+async def test_a_subclass_that_overrides_handle_event_sees_every_event_in_arun() -> None:
+    seen: list[Event] = []
+
+    class Watching(ScriptedPipe):
+        def handle_event(self, event: Event) -> None:
+            seen.append(event)
+            super().handle_event(event)
+
+    script: list[Any] = [ReasoningDelta("r"), TextDelta("t")]
+    result = await Watching(script).arun("p")
+    assert seen == script
+    assert result.text == "t"
