@@ -114,7 +114,7 @@ class Channel:
         self._views: list[_View] = []
         self._last_audience: Targets | None = None
         self._last_views: list[tuple[Escaper, Targets]] = []
-        # When the last audience has a single view: its escaper's feed and its members.
+        # When the last audience has a single view: its escaper (its targets: solo_targets).
         self._solo_audience: Targets | None = None
         self._solo_escaper = Escaper()
         self.solo_targets: Targets = ()
