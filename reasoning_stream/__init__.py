@@ -11,7 +11,6 @@ reasoning and the answer from anything collected off that channel.
 """
 
 from ._conversation import Conversation, GenerationRecord, PassbackPolicy, TurnRecord
-from ._preflight import PassbackProblem
 from ._effort import (
     Reasoning,
     ReasoningLevel,
@@ -49,6 +48,7 @@ from ._messages import (
 )
 from ._pipe import Pipe, PipeResult, Prompt, Status, Timings
 from ._pipeline import Pipeline, PipelineResult
+from ._preflight import PassbackProblem
 from ._stream import ReasoningStream, Split
 from ._tags import DEFAULT_TAGS, Escaper, Scanner
 

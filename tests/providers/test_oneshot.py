@@ -192,7 +192,7 @@ async def test_openai_chat_inline_tags_in_a_final_text(flavour: str) -> None:
 async def test_openai_chat_text_that_starts_inside_reasoning(flavour: str) -> None:
     """DeepSeek-R1's template pre-fills the open tag: the final text holds only the close."""
     answer = replace(ANSWER, reasoning=(), calls=(), text="weighing it</think>It is Paris.")
-    streamed, one_shot = await compare(
+    _, one_shot = await compare(
         flavour,
         chat("httpx", start_in_reasoning=True),
         content.chat_stream(answer),

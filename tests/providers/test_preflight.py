@@ -57,9 +57,17 @@ def anthropic_accepts(body: Mapping[str, Any]) -> bool:
     )
     for message in messages[last_user + 1 :]:
         blocks = message["content"]
-        if message["role"] == "assistant" and any(b.get("type") == "tool_use" for b in blocks):
-            if blocks[0].get("type") not in ("thinking", "redacted_thinking"):
-                return False
+        calls = any(b.get("type") == "tool_use" for b in blocks)
+        if (
+            message["role"] == "assistant"
+            and calls
+            and blocks[0].get("type")
+            not in (
+                "thinking",
+                "redacted_thinking",
+            )
+        ):
+            return False
     return True
 
 
@@ -91,9 +99,9 @@ def responses_accepts(body: Mapping[str, Any]) -> bool:
     """Stateless: an item sent with its id follows its reasoning item."""
     items = body["input"]
     for position, item in enumerate(items):
-        if item.get("type") in ("function_call", "message") and item.get("id"):
-            if not any(i.get("type") == "reasoning" for i in items[:position]):
-                return False
+        replayed = item.get("type") in ("function_call", "message") and item.get("id")
+        if replayed and not any(i.get("type") == "reasoning" for i in items[:position]):
+            return False
     return True
 
 
