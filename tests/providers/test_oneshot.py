@@ -24,7 +24,7 @@ import openai
 import pytest
 from botocore.config import Config
 
-from reasoning_stream import PipeResult, ReasoningStream, UsageError
+from reasoning_stream import PipeResult, ProviderError, ReasoningStream, UsageError
 from reasoning_stream.providers import (
     AnthropicPipe,
     BedrockPipe,
@@ -481,3 +481,82 @@ def test_recorded_one_shot_bodies_are_the_answer_and_replay(name: str) -> None:
 def test_stream_must_be_a_bool() -> None:
     with pytest.raises(UsageError, match="stream must be True or False"):
         OllamaPipe("qwen3", stream="no")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------- failure paths
+
+
+def test_an_http_error_on_a_one_shot_request_is_a_provider_error() -> None:
+    """A 429 to the non-streaming call: ``ProviderError`` with its status, an empty channel."""
+    refused = Transcript(
+        path="/v1/chat/completions",
+        status=429,
+        format="json",
+        headers={"retry-after": "3"},
+        events=[{"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}],
+    )
+    with WireServer(refused) as server:
+        pipe = chat("sdk")(server.url, False, False)
+        chunks: list[str] = []
+        pipe.set_streaming_callback(chunks.append)
+        with pytest.raises(ProviderError) as raised:
+            pipe.run("hi")
+        pipe.close()
+    assert raised.value.status_code == 429
+    assert chunks == []
+    assert pipe.last_result is not None and pipe.last_result.status == "error"
+
+
+def test_gemini_one_shot_error_body_keeps_status_and_message() -> None:
+    refused = Transcript(
+        path=f"/v1beta/models/{GEMINI}:generateContent",
+        status=400,
+        format="json",
+        events=[{"error": {"code": 400, "message": "Bad thing", "status": "INVALID_ARGUMENT"}}],
+    )
+    with WireServer(refused) as server:
+        pipe = GeminiPipe(GEMINI, base_url=f"{server.url}/v1beta", api_key="k", stream=False)
+        with pytest.raises(ProviderError, match="Bad thing") as raised:
+            pipe.run("hi")
+        pipe.close()
+    assert raised.value.status_code == 400
+
+
+def test_a_failed_responses_object_raises() -> None:
+    """A non-streaming Response with status ``failed`` is a provider failure, as its event is."""
+    failed = content.responses_body(ANSWER)
+    value = {
+        **failed.events[0],
+        "status": "failed",
+        "output": [],
+        "error": {"code": "server_error", "message": "The model broke"},
+    }
+    with WireServer(replace(failed, events=[value])) as server:
+        pipe = OpenAIResponsesPipe(
+            "o4-mini", base_url=f"{server.url}/v1", api_key="k", stream=False
+        )
+        with pytest.raises(ProviderError, match="The model broke"):
+            pipe.run("hi")
+        pipe.close()
+
+
+def test_anthropic_one_shot_length_stop() -> None:
+    """``stop_reason: max_tokens`` gives status ``length`` and the captured text."""
+    answer = replace(ANSWER, calls=())
+    message = {**content.anthropic_message(answer), "stop_reason": "max_tokens"}
+    with WireServer(content.body("/v1/messages", message)) as server:
+        pipe = AnthropicPipe("claude-sonnet-4-6", base_url=server.url, api_key="k", stream=False)
+        result = pipe.run("hi")
+        pipe.close()
+    assert (result.status, result.finish_reason, result.text) == ("length", "length", ANSWER.text)
+
+
+@pytest.mark.anyio
+async def test_arun_with_a_sync_client_reads_the_one_shot_in_a_thread(anyio_backend: str) -> None:
+    """A sync SDK client given to ``arun()``: the one request runs in a worker thread."""
+    with WireServer(content.chat_body(ANSWER)) as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="k", max_retries=0)
+        pipe = OpenAIChatPipe("deepseek-reasoner", client=client, stream=False)
+        result = await pipe.arun("hi")
+        client.close()
+    assert result.text == ANSWER.text and result.tool_calls[0].id == "call_7Qx"
