@@ -401,7 +401,7 @@ def gemini_stream(answer: Answer, model: str) -> Transcript:
     events = [
         {"data": _gemini_chunk(answer, [part], position == len(parts) - 1)}
         for position, part in enumerate(parts)
-    ]
+    ] or [{"data": _gemini_chunk(answer, [], True)}]
     return sse(f"/v1beta/models/{model}:streamGenerateContent", events)
 
 
