@@ -39,7 +39,15 @@ class TagGrammar:
     Build it through :func:`grammar_for`, which caches one grammar per name set.
     """
 
-    __slots__ = ("_lookahead", "_starters", "max_tag_length", "names", "partial", "tag")
+    __slots__ = (
+        "_escaped",
+        "_lookahead",
+        "_starters",
+        "max_tag_length",
+        "names",
+        "partial",
+        "tag",
+    )
 
     def __init__(self, names: Iterable[str]) -> None:
         cleaned: list[str] = []
@@ -61,6 +69,8 @@ class TagGrammar:
         self.tag = re.compile(rf"<(\\*)(/?){body}", _FLAGS)
         # The escaper only needs to know where to add a backslash: right after such a "<".
         self._lookahead = re.compile(rf"<(?=\\*/?{body})", _FLAGS)
+        # Unescaping removes one backslash right after the "<" of an escaped tag.
+        self._escaped = re.compile(rf"<\\(?=\\*/?{body})", _FLAGS)
         prefixes = sorted(
             {n[:i] for n in self.names for i in range(1, len(n) + 1)}, key=len, reverse=True
         )
@@ -100,6 +110,12 @@ class TagGrammar:
     def escape(self, text: str) -> str:
         """Add one backslash after the ``<`` of everything in ``text`` that parses as a tag."""
         return self._lookahead.sub("<\\\\", text)
+
+    def unescape(self, text: str) -> str:
+        """Remove one backslash after the ``<`` of every escaped tag in ``text``."""
+        if "<" not in text:
+            return text
+        return self._escaped.sub("<", text)
 
 
 @lru_cache(maxsize=64)
