@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"%(prog)s {_version()}",
         help="print the version and exit",
     )  # fmt: skip
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", title="commands", help="what to do"
+    )
 
     demo = commands.add_parser(
         "demo",

@@ -68,7 +68,8 @@ class _Endpoint:
     ends_with: str = ""
     """The path a base URL must end with (``/v1``); empty when it is the server root."""
     not_ends_with: str = ""
-    """A path the client adds itself, so a base URL must not end with it."""
+    """A path the client adds itself, so a base URL must not end with it. With neither set,
+    the base URL has no path at all."""
     local: str = ""
     """A local server's base URL of that shape, when there is a usual one."""
     max_tokens: Callable[[int, str | None], dict[str, Any]] = lambda n, url: {}
@@ -97,7 +98,7 @@ ENDPOINTS: dict[str, _Endpoint] = {
     ),
     "bedrock": _Endpoint(
         "https://bedrock-runtime.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
-        "", "/model", "", lambda n, url: {"max_tokens": n},
+        "", "", "", lambda n, url: {"max_tokens": n},
     ),
     "ollama": _Endpoint(
         "http://localhost:11434", "OLLAMA_HOST", "", "/api", "",
@@ -210,9 +211,12 @@ def endpoint_hint(provider: str, error: ProviderError, url: str) -> str | None:
     """What to check when a request to ``url`` failed with a 404 or never connected."""
     endpoint = ENDPOINTS[provider]
     path = urlsplit(url).path.rstrip("/")
-    wrong_shape = (endpoint.ends_with and not path.endswith(endpoint.ends_with)) or (
-        endpoint.not_ends_with and path.endswith(endpoint.not_ends_with)
-    )
+    if endpoint.ends_with:
+        wrong_shape = not path.endswith(endpoint.ends_with)
+    elif endpoint.not_ends_with:
+        wrong_shape = path.endswith(endpoint.not_ends_with)
+    else:
+        wrong_shape = bool(path)
     shape = _shape(provider)
     if error.status_code == 404:
         if wrong_shape:
@@ -227,8 +231,10 @@ def _shape(provider: str) -> str:
     endpoint = ENDPOINTS[provider]
     if endpoint.ends_with:
         words = f"{provider} expects the root ending in {endpoint.ends_with}"
-    else:
+    elif endpoint.not_ends_with:
         words = f"{provider} expects the server root, without {endpoint.not_ends_with}"
+    else:
+        words = f"{provider} expects the endpoint URL with no path"
     local = f" (a local server: {endpoint.local})" if endpoint.local else ""
     return f"{words}, like {endpoint.example}{local}"
 

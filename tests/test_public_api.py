@@ -73,3 +73,11 @@ def test_reasoning_state_repr_hides_the_payload() -> None:
     assert reasoning_stream.ReasoningState.from_json(state.to_json()) == state
     raw = reasoning_stream.ReasoningState("bedrock", "m", "redacted", b"\x00\xffbytes")
     assert reasoning_stream.ReasoningState.from_json(raw.to_json()) == raw
+
+
+def test_reasoning_stream_tools() -> None:
+    """The channel's reading tools, including the display helper ``unescape``."""
+    stream = reasoning_stream.ReasoningStream
+    for name in ("OPEN_TAG", "CLOSE_TAG", "split", "scanner", "escaper", "unescape"):
+        assert getattr(stream, name) is not None, name
+    assert stream.unescape("<\\think>") == "<think>"
