@@ -92,7 +92,7 @@ def test_demo_without_an_sdk_names_the_extra(
     extra: str,
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # `import module` now fails as if absent
-    status, out, err = run_cli(capsys, "demo", *(["--provider", provider] if provider else []))
+    status, _, err = run_cli(capsys, "demo", *(["--provider", provider] if provider else []))
     assert status == 2
     assert err == (
         f"reasoning-stream: the demo needs the {module} package: "
@@ -106,7 +106,7 @@ def test_demo_without_an_sdk_names_the_extra(
 def test_split_of_a_file_that_is_not_utf8_works_as_standard_input_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = "<think>caf".encode() + b"\xe9</think>ok \xff"
+    data = b"<think>caf\xe9</think>ok \xff"
     path = tmp_path / "latin1.txt"
     path.write_bytes(data)
     status, out, err = run_cli(capsys, "split", str(path))
