@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import json
 import os
 import socket
@@ -468,3 +469,57 @@ def test_colour_follows_no_color_force_color_and_the_terminal() -> None:
     assert not color_wanted(Pipe(), {"FORCE_COLOR": ""})
     assert not color_wanted(Pipe(), {"FORCE_COLOR": "1", "NO_COLOR": "1"})  # NO_COLOR wins
     assert not color_wanted(Tty(), {"TERM": "dumb"})
+
+
+class _ClosesAfter(io.StringIO):
+    """Standard output whose reader leaves after ``n`` writes: every later write raises
+    ``BrokenPipeError``, as a write into a pipe whose reader exited does."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.left = n
+
+    def write(self, text: str) -> int:
+        if self.left <= 0:
+            raise BrokenPipeError(32, "Broken pipe")
+        self.left -= 1
+        return super().write(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("mode", ["--json", "--raw", None])
+def test_wherever_the_reader_leaves_the_run_stops_quietly(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, mode: str | None
+) -> None:
+    """Every write position: status 141 (or 0 once everything was written), nothing logged,
+    nothing on stderr."""
+    from reasoning_stream._cli import chat
+
+    transcript = Transcript.load("demo_deepseek")
+    with WireServer() as server:
+        args = build_parser().parse_args(
+            ["chat", "hi", "--provider", "openai", "--model", "deepseek-reasoner",
+             "--base-url", server.url + "/v1", *([mode] if mode else [])]
+        )  # fmt: skip
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        server.add(transcript)
+        whole = _ClosesAfter(10**6)
+        assert chat(args, out=whole, err=io.StringIO()) == 0
+        writes = 10**6 - whole.left
+        for n in range(writes + 1):
+            server.add(transcript)
+            err = io.StringIO()
+            status = chat(args, out=_ClosesAfter(n), err=err)
+            assert status == (0 if n == writes else 141), n
+            if status == 141:
+                assert err.getvalue() == "", n
+        # A stream cut mid-reasoning: the reader may leave while the run is already closing.
+        for n in range(writes + 1):
+            server.add(Reply(transcript, disconnect_after=4))
+            err = io.StringIO()
+            status = chat(args, out=_ClosesAfter(n), err=err)
+            assert status in (1, 141), n
+            assert "Traceback" not in err.getvalue()
+    assert not [record for record in caplog.records if record.name.startswith("reasoning")]
