@@ -12,14 +12,8 @@ from ._stream import ReasoningStream
 
 __all__ = ["build_parser", "main"]
 
-# TODO(registry): the extra that installs each SDK module the commands import.
-_EXTRAS = {
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "boto3": "bedrock",
-    "botocore": "bedrock",
-    "ollama": "ollama",
-}
+_DEMO_PIPELINE = ("openai", "anthropic")
+"""The providers the default demo (a two-pipe Pipeline) replays."""
 
 
 def _version() -> str:
@@ -82,18 +76,25 @@ def _split_command(args: argparse.Namespace) -> int:
 
 
 def _demo_command(args: argparse.Namespace) -> int:
+    from ._exceptions import UsageError
+
     try:
         from ._demo import run_demo
 
         return run_demo(args)
-    except ModuleNotFoundError as error:
-        extra = _EXTRAS.get((error.name or "").partition(".")[0])
-        if extra is None:
-            raise
-        needed = "openai,anthropic" if args.provider is None else extra
+    except (ImportError, UsageError) as error:
+        # A missing SDK surfaces as ImportError, or as the pipes' UsageError caused by one.
+        cause = error if isinstance(error, ImportError) else error.__cause__
+        missing = cause.name if isinstance(cause, ImportError) else None
+        if not missing or missing.startswith("reasoning_stream"):
+            raise  # not a missing optional SDK
+        from .providers._spec import by_name
+
+        names = _DEMO_PIPELINE if args.provider is None else (args.provider,)
+        extras = ",".join(spec.extra for spec in map(by_name, names) if spec and spec.extra)
         sys.stderr.write(
-            f"reasoning-stream: the demo needs the {error.name} package: "
-            f"pip install 'reasoning-stream[{needed}]'\n"
+            f"reasoning-stream: the demo needs the {missing} package: "
+            f"pip install 'reasoning-stream[{extras}]'\n"
         )
         return 2
 

@@ -11,7 +11,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ._events import Event, OpaqueState
@@ -19,7 +19,10 @@ from ._exceptions import CallbackError, ProviderError, ReasoningStreamError, Usa
 from ._pipe import Pipe, PipeResult
 from ._render import ChannelRenderer, is_terminal
 
-__all__ = [
+if TYPE_CHECKING:
+    from .providers._spec import ProviderSpec
+
+__all__ = [  # noqa: F822 (PROVIDERS comes from the registry, lazily)
     "PROVIDERS",
     "CommandError",
     "build_pipe",
@@ -35,28 +38,22 @@ WIDTH = 80
 """The widest line the command writes itself (model output is never re-wrapped)."""
 
 
-@dataclass(frozen=True)
-class _Provider:
-    cls: str
-    key_env: tuple[str, ...]
-    base_url_env: str | None = None
-    key_needed: bool = True
+def __getattr__(name: str) -> Any:
+    if name == "PROVIDERS":
+        return _providers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-PROVIDERS: dict[str, _Provider] = {
-    "openai": _Provider("OpenAIChatPipe", ("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
-    "responses": _Provider("OpenAIResponsesPipe", ("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
-    "anthropic": _Provider("AnthropicPipe", ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL"),
-    "bedrock": _Provider("BedrockPipe", (), None, key_needed=False),
-    "ollama": _Provider("OllamaPipe", (), "OLLAMA_HOST", key_needed=False),
-    "openrouter": _Provider("OpenRouterPipe", ("OPENROUTER_API_KEY",), None),
-    "gemini": _Provider("GeminiPipe", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), None),
-}
-"""The ``--provider`` choices: pipe class, key variables, base-URL variable."""
+def _providers() -> dict[str, ProviderSpec]:
+    """The ``--provider`` choices, from the provider registry: name -> spec."""
+    from .providers._spec import specs
+
+    return {spec.name: spec for spec in specs()}
 
 
 # ------------------------------------------------------------------ per-provider CLI facts
-# TODO(registry): these belong to each provider's spec; the registry will replace this dict.
+# TODO(registry): these belong on each ProviderSpec (providers/_spec.py): its API root, the
+# root shape, and the constructor options for an output limit. Kept here until they move.
 
 
 @dataclass(frozen=True)
@@ -168,10 +165,8 @@ def build_pipe(
     environ: Mapping[str, str] | None = None,
 ) -> Pipe:
     """The pipe for ``--provider``, configured from arguments and the usual variables."""
-    from . import providers
-
     env = dict(os.environ if environ is None else environ)
-    spec = PROVIDERS[provider]
+    spec = _providers()[provider]
     base_url = base_url or (env.get(spec.base_url_env) if spec.base_url_env else None)
     api_key = next((env[name] for name in spec.key_env if env.get(name)), None)
     if spec.key_needed and api_key is None:
@@ -179,7 +174,7 @@ def build_pipe(
             names = " or ".join(spec.key_env)
             raise CommandError(f"set {names} to talk to {provider} (or pass --base-url)")
         api_key = "not-needed"  # a local OpenAI-compatible server takes any key
-    cls = getattr(providers, spec.cls)
+    cls = spec.pipe_class()
     options: dict[str, Any] = {}
     if base_url:
         options["base_url"] = base_url

@@ -26,9 +26,9 @@ from typing import Any, Literal, Self, TypeAlias, get_args, overload
 
 from ._events import ReasoningState
 from ._exceptions import UsageError
+from ._history import HistoryTurn
 from ._messages import INERT_MESSAGE_KEYS, strip_inert_keys
 from ._pipe import PipeResult, Status
-from .providers._base import HistoryTurn
 
 __all__ = [
     "Conversation",
@@ -109,28 +109,19 @@ class PassbackPolicy:
     def for_provider(cls, provider: str | None, model: str | None = None) -> PassbackPolicy:
         """The documented needs of a provider API, by the pipe's ``provider`` id.
 
+        The provider's spec says (each provider package defines its policy); an unknown
+        provider gets nothing back.
+
         >>> PassbackPolicy.for_provider("openai-chat", "deepseek-chat").reasoning
         'tool_calls'
         >>> PassbackPolicy.for_provider("ollama")
         PassbackPolicy(states='never', reasoning='never', kinds=None)
         """
-        if provider in ("anthropic", "bedrock"):
-            # Signed thinking must open each assistant turn of an unfinished tool loop;
-            # once a user turn follows, the API ignores (and bills) older blocks.
-            return cls(states="tool_loop")
-        if provider in ("openai-responses", "gemini"):
-            return cls(states="always")
-        if provider == "openrouter":
-            return cls(states="tool_loop", kinds=_REASONING_DETAILS)
-        if provider == "openai-chat":
-            lowered = (model or "").lower()
-            # DeepSeek answers 400 when a tool-call turn comes back without its
-            # reasoning_content, in every later request; Kimi's thinking models likewise.
-            reasoning: ReasoningPassback = (
-                "tool_calls" if "deepseek" in lowered or "kimi" in lowered else "never"
-            )
-            return cls(states="tool_loop", reasoning=reasoning, kinds=_REASONING_DETAILS)
-        return cls()
+        # The registry is asked at call time: core imports no provider package up front.
+        from .providers._spec import spec
+
+        found = spec(provider)
+        return cls() if found is None else found.passback(model)
 
     @classmethod
     def for_pipe(cls, pipe: object) -> PassbackPolicy:
@@ -152,9 +143,6 @@ class PassbackPolicy:
         if isinstance(send, bool):
             policy = cls(policy.states, "always" if send else "never", policy.kinds)
         return policy
-
-
-_REASONING_DETAILS = frozenset({"reasoning_details"})
 
 
 # ------------------------------------------------------------------------ turn records
@@ -246,19 +234,6 @@ def _same_endpoint(made: str | None, asking: str | None) -> bool:
     if made is None or asking is None:
         return made is asking
     return made.rstrip("/") == asking.rstrip("/")
-
-
-def _state_belongs(state: ReasoningState, pipe: object) -> bool:
-    # The record's scope already matched; the state's own labels must not contradict it
-    # (a state copied in from elsewhere, or made by a translator for another provider).
-    return (
-        state.provider == getattr(pipe, "provider", None)
-        and state.model == getattr(pipe, "model", None)
-        and (
-            state.endpoint is None
-            or _same_endpoint(state.endpoint, getattr(pipe, "endpoint", None))
-        )
-    )
 
 
 # ------------------------------------------------------------------- generation record
@@ -604,7 +579,9 @@ class Conversation(Sequence[dict[str, Any]]):
                 states = tuple(
                     state
                     for state in record.states
-                    if _state_belongs(state, pipe)
+                    # The record's scope matched; the state's own labels must not
+                    # contradict it (a state copied in, or made for another provider).
+                    if state.may_go_to(pipe)
                     and (policy.kinds is None or state.kind in policy.kinds)
                 )
             reasoning: str | None = None

@@ -81,3 +81,14 @@ def test_reasoning_stream_tools() -> None:
     for name in ("OPEN_TAG", "CLOSE_TAG", "split", "scanner", "escaper", "unescape"):
         assert getattr(stream, name) is not None, name
     assert stream.unescape("<\\think>") == "<think>"
+
+
+def test_telemetry_surface() -> None:
+    telemetry = importlib.import_module("reasoning_stream.telemetry")
+    assert telemetry.__all__ == [
+        "SEMCONV_VERSION",
+        "ContentCapture",
+        "instrument",
+        "is_instrumented",
+        "uninstrument",
+    ]
