@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     output = chat.add_mutually_exclusive_group()
     output.add_argument(
         "--raw", action="store_true",
-        help="print the channel bytes as they come (for 'reasoning-stream split')",
+        help="print the channel bytes as they come, markers included (input for split)",
     )  # fmt: skip
     output.add_argument("--json", action="store_true", help="print one typed event per line")
     chat.set_defaults(handler=_chat_command)

@@ -183,7 +183,10 @@ def build_pipe(
     if reasoning is not None:
         options["reasoning"] = reasoning
     if max_tokens is not None:
-        options.update(ENDPOINTS[provider].max_tokens(max_tokens, base_url))
+        endpoint = ENDPOINTS.get(provider)
+        if endpoint is None:
+            raise CommandError(f"--max-tokens is not supported for {provider} yet")
+        options.update(endpoint.max_tokens(max_tokens, base_url))
     if on_callback_error is not None:
         options["on_callback_error"] = on_callback_error
     try:
@@ -195,16 +198,22 @@ def build_pipe(
     return pipe
 
 
-def effective_base_url(provider: str, base_url: str | None, environ: Mapping[str, str]) -> str:
+def effective_base_url(
+    provider: str, base_url: str | None, environ: Mapping[str, str]
+) -> str | None:
     """The API root a run talks to: ``--base-url``, else the variable, else the default."""
-    endpoint = ENDPOINTS[provider]
+    endpoint = ENDPOINTS.get(provider)
+    if endpoint is None:
+        return base_url
     from_env = environ.get(endpoint.env) if endpoint.env else None
     return base_url or from_env or endpoint.example
 
 
 def endpoint_hint(provider: str, error: ProviderError, url: str) -> str | None:
     """What to check when a request to ``url`` failed with a 404 or never connected."""
-    endpoint = ENDPOINTS[provider]
+    endpoint = ENDPOINTS.get(provider)
+    if endpoint is None:
+        return None
     path = urlsplit(url).path.rstrip("/")
     if endpoint.ends_with:
         wrong_shape = not path.endswith(endpoint.ends_with)
@@ -450,7 +459,7 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
         _end_line(out, renderer)
         err.write(f"reasoning-stream: {error}\n")
         url = effective_base_url(args.provider, args.base_url, os.environ)
-        hint = endpoint_hint(args.provider, error, url)
+        hint = endpoint_hint(args.provider, error, url) if url else None
         if hint:
             err.write(f"reasoning-stream: {hint}\n")
         return 1

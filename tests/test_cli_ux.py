@@ -523,3 +523,8 @@ def test_wherever_the_reader_leaves_the_run_stops_quietly(
             assert status in (1, 141), n
             assert "Traceback" not in err.getvalue()
     assert not [record for record in caplog.records if record.name.startswith("reasoning")]
+
+
+def test_every_registered_provider_has_its_endpoint_facts() -> None:
+    """A provider added to the registry needs its row in ``ENDPOINTS`` (and the README)."""
+    assert set(ENDPOINTS) == set(PROVIDERS)
