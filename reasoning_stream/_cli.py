@@ -9,7 +9,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -243,20 +243,30 @@ def _shape(provider: str) -> str:
     return f"{words}, like {endpoint.example}{local}"
 
 
+_NO_CONNECTION = frozenset(
+    {
+        "ConnectError",  # httpx (openai, anthropic, ollama, our httpx transports)
+        "EndpointConnectionError",  # botocore
+    }
+)
+
+
 def _could_not_connect(error: BaseException) -> bool:
     """Whether a connection was never made (refused, unreachable, unknown host)."""
+    return any(
+        isinstance(link, ConnectionError)
+        or not _NO_CONNECTION.isdisjoint(cls.__name__ for cls in type(link).__mro__)
+        for link in _chain(error)
+    )
+
+
+def _chain(error: BaseException | None) -> Iterator[BaseException]:
+    """``error`` and what caused it, ``__cause__`` first, each once."""
     seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        names = {cls.__name__ for cls in type(current).__mro__}
-        if isinstance(current, ConnectionError) or names & {
-            "ConnectError",  # httpx (openai, anthropic, ollama, our httpx transports)
-            "EndpointConnectionError",  # botocore
-        }:
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
 
 
 # ------------------------------------------------------------------------------ rendering
@@ -341,13 +351,8 @@ class _QuietBrokenPipe(logging.Filter):
     """Drop log records about the reader having left: that is how ``| head`` works."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        info = record.exc_info
-        error = info[1] if info else None
-        while error is not None:
-            if isinstance(error, BrokenPipeError | _ReaderLeft):
-                return False
-            error = error.__cause__ or error.__context__
-        return True
+        error = record.exc_info[1] if record.exc_info else None
+        return not any(isinstance(link, BrokenPipeError | _ReaderLeft) for link in _chain(error))
 
 
 class _Notes:
@@ -373,17 +378,6 @@ class _Notes:
         line: str | None = None,
     ) -> None:
         self.say(str(message))
-
-
-def _caused_by(error: BaseException, kind: type[BaseException]) -> bool:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def reader_left(out: IO[str]) -> int:
@@ -450,7 +444,7 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
         return 130
     except CallbackError as error:
         _close(renderer)
-        if _caused_by(error, BrokenPipeError):
+        if any(isinstance(link, BrokenPipeError) for link in _chain(error)):
             return reader_left(out)
         err.write(f"\nreasoning-stream: {error}\n")
         return 1
