@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -436,11 +437,13 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
     except KeyboardInterrupt:
         _close(renderer)
         captured = pipe.last_result
-        err.write("\ninterrupted")
+        report = "interrupted"
         if captured is not None:
-            err.write(f"; captured {len(captured.model_reasoning)} characters of reasoning")
-            err.write(f" and {len(captured.text)} of answer ({captured.status})")
-        err.write("\n")
+            report += (
+                f"; captured {len(captured.model_reasoning)} characters of reasoning and "
+                f"{len(captured.text)} of answer ({captured.status})"
+            )
+        err.write("\n" + textwrap.fill(report, WIDTH, subsequent_indent="  ") + "\n")
         return 130
     except CallbackError as error:
         _close(renderer)

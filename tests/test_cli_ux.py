@@ -16,6 +16,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reasoning_stream.__main__ import build_parser, main
 from reasoning_stream._cli import ENDPOINTS, PROVIDERS, summary_line, wrap_parts
@@ -434,13 +436,24 @@ def test_the_chat_summary_fits_80_columns(
         assert piece in joined
 
 
-def test_wrap_parts_breaks_only_between_parts() -> None:
-    parts = [f"part number {i}" for i in range(12)]
-    text = wrap_parts("head", parts, width=40)
-    lines = text.splitlines()
-    assert all(len(line) <= 40 for line in lines) and len(lines) > 3
-    assert [p.strip() for line in lines for p in line.split(" · ")] == ["head", *parts]
-    assert wrap_parts("x" * 50, ["y" * 50], width=40) == "x" * 50 + "\n  " + "y" * 50
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet="abc ", min_size=1, max_size=30),
+    st.lists(st.text(alphabet="xyz 0.", min_size=1, max_size=40), max_size=12),
+    st.integers(20, 100),
+)
+def test_wrap_parts_breaks_only_between_parts(first: str, parts: list[str], width: int) -> None:
+    """Nothing lost or reordered (each break turns one separator into a newline and the
+    indent); a line is over ``width`` only when it holds one part alone; and no break is
+    made where the next part would still have fitted."""
+    text = wrap_parts(first, parts, width=width)
+    assert text.replace("\n  ", " · ") == " · ".join([first, *parts])
+    lines = text.split("\n")
+    for line in lines:
+        if len(line) > width:
+            assert " · " not in line, line
+    for line, following in zip(lines, lines[1:], strict=False):
+        assert len(line + " · " + following[2:].split(" · ")[0]) > width
 
 
 def test_summary_line_reads_the_result() -> None:
