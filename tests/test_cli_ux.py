@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from importlib.metadata import version
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -452,7 +453,7 @@ def test_wrap_parts_breaks_only_between_parts(first: str, parts: list[str], widt
     for line in lines:
         if len(line) > width:
             assert " · " not in line, line
-    for line, following in zip(lines, lines[1:], strict=False):
+    for line, following in pairwise(lines):
         assert len(line + " · " + following[2:].split(" · ")[0]) > width
 
 
