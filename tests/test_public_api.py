@@ -94,6 +94,14 @@ def test_the_strategies_module_is_public() -> None:
         assert getattr(strategies, name) is not None
 
 
+def test_reasoning_stream_tools() -> None:
+    """The channel's reading tools, including the display helper ``unescape``."""
+    stream = reasoning_stream.ReasoningStream
+    for name in ("OPEN_TAG", "CLOSE_TAG", "split", "scanner", "escaper", "unescape"):
+        assert getattr(stream, name) is not None, name
+    assert stream.unescape("<\\think>") == "<think>"
+
+
 def test_telemetry_surface() -> None:
     telemetry = importlib.import_module("reasoning_stream.telemetry")
     assert telemetry.__all__ == [
