@@ -5,6 +5,8 @@ provider documents it rejects; ``preflight`` names it without a request, a run r
 
 from __future__ import annotations
 
+import json
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -14,7 +16,7 @@ from botocore.config import Config
 
 from reasoning_stream import PassbackProblem, UsageError
 from reasoning_stream._conversation import Conversation
-from reasoning_stream.providers import BedrockPipe
+from reasoning_stream.providers import BedrockPipe, OpenAIChatPipe
 from reasoning_stream.testing._wire import WireServer
 from tests.providers.test_passback import (
     BEDROCK_CLAUDE,
@@ -206,3 +208,72 @@ def test_a_whole_loop_has_no_problem() -> None:
     """The passback tests' own follow-ups pass preflight as they are."""
     with WireServer("anthropic_interleaved_tool") as server, anthropic_pipe(server) as pipe:
         assert weather_loop(pipe).preflight(pipe) == []
+
+
+def test_kimi_tool_turn_without_reasoning_content_is_named_without_a_server() -> None:
+    """Kimi's thinking models need ``reasoning_content`` back on every tool-call turn."""
+    pipe = OpenAIChatPipe("kimi-k2-thinking", base_url="http://127.0.0.1:9/v1", api_key="k")
+    conversation = (
+        Conversation()
+        .add_user("Weather?")
+        .add_message(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+                ],
+            }
+        )
+        .add_tool_result("c1", "18 °C")
+    )
+    assert [(p.index, p.code) for p in conversation.preflight(pipe)] == [
+        (1, "reasoning_content_missing")
+    ]
+    with pytest.raises(UsageError, match="reasoning_content_missing"):
+        pipe.run(conversation)
+    with pytest.warns(UserWarning, match="empty reasoning_content"):
+        body = pipe.build_request(conversation.with_repair())
+    assert deepseek_accepts(body)
+
+
+def test_bedrock_invoke_claude_tool_loop_without_thinking() -> None:
+    """Invoke bodies carry Claude's thinking at the top level; a repair takes it out."""
+    pipe = BedrockPipe(
+        BEDROCK_CLAUDE,
+        api="invoke",
+        region_name="us-east-1",
+        additional_model_request_fields={"thinking": THINKING},
+    )
+    conversation = (
+        Conversation()
+        .add_user("Weather?")
+        .add_message(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}
+                ],
+            }
+        )
+        .add_tool_result("c1", "18 °C")
+    )
+    assert [p.code for p in conversation.preflight(pipe)] == ["thinking_missing"]
+    assert anthropic_accepts(json.loads(pipe.build_request(conversation)["body"])) is False
+    with pytest.warns(UserWarning, match="thinking off"):
+        body = json.loads(pipe.build_request(conversation.with_repair())["body"])
+    assert "thinking" not in body and anthropic_accepts(body)
+
+
+def test_a_conversation_without_problems_runs_without_warnings() -> None:
+    """``repair=True`` on a sound history changes nothing and says nothing."""
+    with (
+        WireServer("anthropic_interleaved_tool") as server,
+        anthropic_pipe(server) as pipe,
+        warnings.catch_warnings(),
+    ):
+        conversation = weather_loop(pipe)
+        expected = pipe.build_request(conversation)
+        warnings.simplefilter("error")
+        assert pipe.build_request(conversation.with_repair()) == expected
