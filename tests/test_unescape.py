@@ -13,7 +13,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from reasoning_stream import Escaper, ReasoningStream
-
 from reasoning_stream.testing.strategies import chunkings, tag_text
 
 NAMES = ("think", "thinking", "reasoning")
