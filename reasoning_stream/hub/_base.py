@@ -232,9 +232,7 @@ def _check_stream_id(stream_id: str) -> None:
         )
 
 
-def _status_after(
-    runnable: Runnable, before: object, error: BaseException, sink: _Sink
-) -> Status:
+def _status_after(runnable: Runnable, before: object, error: BaseException, sink: _Sink) -> Status:
     """The status of a run that raised: from its result when it left one, else from the error."""
     captured = getattr(error, "result", None)
     if isinstance(captured, PipeResult):
@@ -261,4 +259,3 @@ def _conclude(
     error.result = result if isinstance(result, PipeResult) else result.results[-1]
     error.pipeline_result = result if isinstance(result, PipelineResult) else None  # type: ignore[attr-defined]
     raise error
-

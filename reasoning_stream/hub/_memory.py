@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -149,6 +150,8 @@ class MemoryHub(Hub):
                 f"{str(log.last)!r}); pass an id this stream gave you"
             )
         if position < log.offset:
+            if position == 0:  # from the start: what retention kept
+                return log.entries[:]
             raise StreamExpiredError(
                 f"entry {str(position)!r} of stream {stream_id!r} was trimmed (maxlen="
                 f"{self.maxlen} keeps the latest entries only); read it from the start or "
@@ -207,7 +210,7 @@ class MemoryHub(Hub):
                     yield entry
                     if entry.final:
                         return
-                position += len(batch)
+                position = int(batch[-1].id)
                 continue
             try:
                 if log is None and deadline is not None:
@@ -225,10 +228,8 @@ class MemoryHub(Hub):
         with self._lock:
             waiters = self._waiters.get(stream_id)
             if waiters is not None:
-                try:
+                with contextlib.suppress(ValueError):
                     waiters.remove(wake)
-                except ValueError:
-                    pass
                 if not waiters:
                     del self._waiters[stream_id]
 

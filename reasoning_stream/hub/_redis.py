@@ -23,7 +23,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -40,9 +40,6 @@ from ._base import (
 )
 from ._entry import Entry, event_from_dict, event_to_dict
 from ._wake import on_asyncio
-
-if TYPE_CHECKING:
-    import redis
 
 __all__ = ["RedisHub"]
 
@@ -185,8 +182,7 @@ class _Writer:
             pipeline.execute()
         except redis.RedisError as error:
             reason = (
-                f"Redis at {hub.url_for_messages} failed mid-run "
-                f"({type(error).__name__}: {error})"
+                f"Redis at {hub.url_for_messages} failed mid-run ({type(error).__name__}: {error})"
             )
             for sink, _, _ in live:
                 sink.fail(reason)
@@ -263,10 +259,8 @@ class RedisHub(Hub):
         self.ttl = ttl
         self.prefix = prefix
         self._connect_timeout = connect_timeout
-        self._client: redis.Redis = redis.Redis.from_url(url, **self._options(blocking=False))
-        self._reader_client: redis.Redis = redis.Redis.from_url(
-            url, **self._options(blocking=True)
-        )
+        self._client: Any = redis.Redis.from_url(url, **self._options(blocking=False))
+        self._reader_client: Any = redis.Redis.from_url(url, **self._options(blocking=True))
         self._reader_limiter = anyio.CapacityLimiter(64)
         self._writer: _Writer | None = None
         self._writer_lock = threading.Lock()
@@ -350,9 +344,7 @@ class RedisHub(Hub):
                 f"{entry_id!r} is not an entry id of a RedisHub (they look like '0-17')"
             )
 
-    def _check_after(
-        self, stream_id: str, after: str, first: list[Any], last: list[Any]
-    ) -> None:
+    def _check_after(self, stream_id: str, after: str, first: list[Any], last: list[Any]) -> None:
         """Whether the stream still holds everything past ``after``."""
         if not last:
             raise StreamExpiredError(
@@ -413,9 +405,7 @@ class RedisHub(Hub):
                 if not found and deadline is not None:
                     remaining = deadline - anyio.current_time()
                     block = max(1, min(block, int(remaining * 1000)))
-                response = await commands.call(
-                    "xread", {key: last_id}, count=_BATCH, block=block
-                )
+                response = await commands.call("xread", {key: last_id}, count=_BATCH, block=block)
                 if response:
                     found = True
                     for entry_id, fields in response[0][1]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -31,7 +33,7 @@ class Wakeup:
 
     def __init__(self) -> None:
         self._event = anyio.Event()
-        native = anyio.lowlevel.current_token().native_token
+        native: Any = anyio.lowlevel.current_token().native_token
         schedule = getattr(native, "call_soon_threadsafe", None)
         if schedule is None:
             schedule = native.run_sync_soon  # trio's TrioToken
@@ -39,10 +41,8 @@ class Wakeup:
 
     def set(self) -> None:
         """Wake the reader (thread-safe, non-blocking, never raises)."""
-        try:
+        with contextlib.suppress(Exception):
             self._schedule(self._event.set)
-        except Exception:  # noqa: S110 - the reader's loop is closed: nobody to wake
-            pass
 
     async def wait(self, timeout: float | None = None) -> bool:
         """Wait until woken, or ``timeout`` seconds; True when woken."""

@@ -6,6 +6,7 @@ deadline; the whole file runs in well under a minute.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable
 
@@ -172,10 +173,8 @@ def test_every_sync_exit_path_ends_with_one_final_entry(hub: Hub, ending: str) -
     script, status = ending_scripts()[ending]
     pipe = ScriptedPipe(script)  # type: ignore[arg-type]
     stream_id = new_id()
-    try:
+    with contextlib.suppress(Exception, KeyboardInterrupt):
         hub.run(stream_id, pipe, "go")
-    except (Exception, KeyboardInterrupt):
-        pass
     assert pipe.last_result is not None and pipe.last_result.status == status
     assert_one_final(hub.read(stream_id), status)
 
@@ -202,10 +201,8 @@ async def test_every_async_exit_path_ends_with_one_final_entry(hub: Hub, ending:
     script, status = ending_scripts()[ending]
     pipe = ScriptedPipe(script)  # type: ignore[arg-type]
     stream_id = new_id()
-    try:
+    with contextlib.suppress(Exception, KeyboardInterrupt):
         await hub.arun(stream_id, pipe, "go")
-    except (Exception, KeyboardInterrupt):
-        pass
     assert_one_final(await collect(hub, stream_id), status)
 
 
