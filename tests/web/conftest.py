@@ -50,7 +50,5 @@ def node_reader() -> Path:
     if node is None or npm is None:
         pytest.fail("node and npm are needed to check the vercel-ui protocol with the `ai` package")
     if not (JS_DIR / "node_modules" / "ai").exists():
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, check=True, timeout=300
-        )
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, check=True, timeout=300)
     return JS_DIR / "read_ui_message_stream.mjs"

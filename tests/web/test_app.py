@@ -23,7 +23,7 @@ from tests.web.sse import after_entry, get, parse
 
 SCRIPT: list[Any] = [
     ReasoningDelta("Let me <think> about "),
-    ReasoningDelta("it: 6 × 7."),
+    ReasoningDelta("it: 6 * 7 = 42?"),
     TextDelta("It is "),
     ToolCall("call_1", "calculator", '{"expr": "6*7"}'),
     ReasoningDelta("check again"),
@@ -57,9 +57,7 @@ def published(hub: Hub, script: list[Any] = SCRIPT) -> tuple[str, list[str]]:
 
 
 @pytest.mark.parametrize("protocol", ["channel", "ag-ui", "vercel-ui"])
-def test_resume_from_every_entry_gives_exactly_the_rest(
-    hub: Hub, base: str, protocol: str
-) -> None:
+def test_resume_from_every_entry_gives_exactly_the_rest(hub: Hub, base: str, protocol: str) -> None:
     stream_id, _ = published(hub)
     url = f"{base}/streams/{stream_id}?protocol={protocol}"
     whole = get(url)

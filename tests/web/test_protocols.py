@@ -6,6 +6,7 @@ Hypothesis budget: 60 examples per law (pure, no I/O).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections import defaultdict
@@ -48,10 +49,8 @@ def published(script: list[Any]) -> tuple[list[Entry], PipeResult]:
     hub = MemoryHub()
     pipe = ScriptedPipe(script)
     stream_id = uuid.uuid4().hex
-    try:
+    with contextlib.suppress(Exception, KeyboardInterrupt):
         hub.run(stream_id, pipe, "go")
-    except (Exception, KeyboardInterrupt):
-        pass
     assert pipe.last_result is not None
     return hub.read(stream_id), pipe.last_result
 
