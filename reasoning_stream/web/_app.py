@@ -139,13 +139,18 @@ def create_app(
 
 async def _events(
     hub: Hub, stream_id: str, protocol: ProtocolName, after: str | None, timeout: float
-) -> AsyncIterator[SSEEvent]:
-    """The SSE events of the stream past ``after``'s entry, following it live."""
+) -> AsyncIterator[list[SSEEvent]]:
+    """The SSE events of the stream past ``after``'s entry, following it live, per entry.
+
+    An entry's events go out in one write, so a connection that drops mid-stream has given
+    the browser either all of an entry's events or none (``Last-Event-ID`` counts on that).
+    """
     translator = translator_for(protocol, stream_id)
     if not translator.replays:
         async for entry in hub.subscribe(stream_id, after=after, timeout=timeout):
-            for event in translator.feed(entry):
-                yield event
+            events = translator.feed(entry)
+            if events:
+                yield events
         return
     # Stateful protocols are a function of the whole stream: replay it from the first entry
     # and send only what comes after ``after`` (checked first: trimmed or unknown ids fail).
@@ -157,22 +162,24 @@ async def _events(
         if skipping:
             skipping = entry.id != after
             continue
-        for event in events:
-            yield event
+        if events:
+            yield events
 
 
-async def _first(events: AsyncIterator[SSEEvent]) -> SSEEvent | None:
+async def _first(events: AsyncIterator[list[SSEEvent]]) -> list[SSEEvent] | None:
     try:
         return await events.__anext__()
     except StopAsyncIteration:
         return None
 
 
-async def _body(first: SSEEvent, events: AsyncIterator[SSEEvent]) -> AsyncIterator[bytes]:
-    yield first.encode()
+async def _body(
+    first: list[SSEEvent], events: AsyncIterator[list[SSEEvent]]
+) -> AsyncIterator[bytes]:
+    yield b"".join(event.encode() for event in first)
     try:
-        async for event in events:
-            yield event.encode()
+        async for group in events:
+            yield b"".join(event.encode() for event in group)
     except (StreamExpiredError, UsageError):
         # A reader that fell behind retention: end the response; the client's resume gets
         # the 410 that says so.
