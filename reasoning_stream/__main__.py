@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--assume-open", action="store_true", help="the text starts inside reasoning"
     )
     split.set_defaults(handler=_split_command)
+    from .web._serve import add_serve_command
+
+    add_serve_command(commands)
     return parser
 
 

@@ -46,6 +46,7 @@ def create_app(
     timeout: float = 10.0,
     start: Starter | None = None,
     routes: list[Any] | None = None,
+    retry: float | None = 1.0,
 ) -> Starlette:
     """An ASGI app that serves ``GET /streams/{stream_id}`` from ``hub`` as SSE.
 
@@ -59,6 +60,7 @@ def create_app(
     With ``start``, a callable that builds a pipe or pipeline for a prompt, the app also takes
     ``POST /streams/{stream_id}`` with ``{"prompt": "..."}`` and runs it through the hub in
     the background (202; 409 when the stream exists). ``routes`` are added as they are.
+    ``retry`` (seconds) is sent as the SSE ``retry:`` field: how soon a browser reconnects.
     """
     _import_starlette()
     from starlette.applications import Starlette
@@ -98,8 +100,9 @@ def create_app(
         headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
         if protocol == "vercel-ui":
             headers["x-vercel-ai-ui-message-stream"] = "v1"
+        prelude = b"" if retry is None else f"retry: {round(retry * 1000)}\n\n".encode()
         return StreamingResponse(
-            _body(first, events), media_type="text/event-stream", headers=headers
+            _body(prelude, first, events), media_type="text/event-stream", headers=headers
         )
 
     async def post(request: Request) -> Response:
@@ -174,9 +177,9 @@ async def _first(events: AsyncIterator[list[SSEEvent]]) -> list[SSEEvent] | None
 
 
 async def _body(
-    first: list[SSEEvent], events: AsyncIterator[list[SSEEvent]]
+    prelude: bytes, first: list[SSEEvent], events: AsyncIterator[list[SSEEvent]]
 ) -> AsyncIterator[bytes]:
-    yield b"".join(event.encode() for event in first)
+    yield prelude + b"".join(event.encode() for event in first)
     try:
         async for group in events:
             yield b"".join(event.encode() for event in group)
