@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias, overload
 
 import anyio
 
-from .._events import Event, OpaqueState, TextDelta
+from .._events import Event
 from .._exceptions import ReasoningStreamError
 from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
@@ -79,11 +79,16 @@ class _Failure:
 
 
 class _Sink(Protocol):
-    """One run's writer. ``put`` never blocks or raises; ``finish`` writes the final entry."""
+    """One run's writer: the two callbacks never block or raise; ``finish`` ends the stream.
+
+    ``put_event`` drops opaque state and notes whether answer text was seen (``saw_text``).
+    """
 
     saw_text: bool
 
-    def put(self, chunk: str, event: Event | None) -> None: ...
+    def put_chunk(self, chunk: str) -> None: ...
+
+    def put_event(self, event: Event) -> None: ...
 
     def finish(self, status: Status) -> _Failure | None:
         """Write the final entry; say what was not published, if anything."""
@@ -96,24 +101,11 @@ class _Attachment:
     __slots__ = ("on_chunk", "on_event", "runnable")
 
     def __init__(self, runnable: Runnable, sink: _Sink) -> None:
-        put = sink.put
-
-        def on_chunk(chunk: str) -> None:
-            put(chunk, None)
-
-        def on_event(event: Event) -> None:
-            # Opaque state never reaches an event callback today; this keeps it that way here.
-            if isinstance(event, OpaqueState):
-                return
-            if isinstance(event, TextDelta):
-                sink.saw_text = True
-            put("", event)
-
         self.runnable = runnable
-        self.on_chunk = on_chunk
-        self.on_event = on_event
-        runnable.set_streaming_callback(on_chunk)
-        runnable.set_event_callback(on_event)
+        self.on_chunk = sink.put_chunk
+        self.on_event = sink.put_event
+        runnable.set_streaming_callback(self.on_chunk)
+        runnable.set_event_callback(self.on_event)
 
     def detach(self) -> None:
         runnable = self.runnable

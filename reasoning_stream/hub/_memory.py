@@ -8,10 +8,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from typing import TypeAlias
 
 import anyio
 
-from .._events import Event
+from .._events import Event, OpaqueState, TextDelta
 from .._exceptions import UsageError
 from .._pipe import Status
 from ._base import (
@@ -29,35 +30,84 @@ __all__ = ["MemoryHub"]
 _ID = re.compile(r"[1-9][0-9]{0,17}")
 
 
+_Item: TypeAlias = tuple[str, Event | None, Status | None]
+"""What the run stores per entry: chunk, event, status (set on the final entry only).
+Readers build the ``Entry`` objects, so the run pays for a tuple and nothing more."""
+
+
 class _Log:
     """One stream's entries. ``offset`` entries were trimmed from the front; ids count from 1."""
 
-    __slots__ = ("entries", "final", "offset")
+    __slots__ = ("final", "items", "offset")
 
     def __init__(self) -> None:
-        self.entries: list[Entry] = []
+        self.items: list[_Item] = []
         self.offset = 0
         self.final = False
 
     @property
     def last(self) -> int:
-        return self.offset + len(self.entries)
+        return self.offset + len(self.items)
+
+    def entries(self, position: int) -> list[Entry]:
+        """The entries after ``position`` (not trimmed, at most ``last``)."""
+        start = position - self.offset
+        return [
+            Entry(str(number), chunk, event, status is not None, status)
+            for number, (chunk, event, status) in enumerate(self.items[start:], start=position + 1)
+        ]
 
 
 class _MemorySink:
-    __slots__ = ("_hub", "_log", "_stream_id", "saw_text")
+    __slots__ = ("_hub", "_limit", "_lock", "_log", "_stream_id", "_waiters", "saw_text")
 
     def __init__(self, hub: MemoryHub, stream_id: str, log: _Log) -> None:
         self._hub = hub
         self._stream_id = stream_id
         self._log = log
+        self._lock = hub._lock
+        self._waiters = hub._waiters
+        self._limit = hub.maxlen + hub._slack
         self.saw_text = False
 
-    def put(self, chunk: str, event: Event | None) -> None:
-        self._hub._append(self._stream_id, self._log, chunk, event, None)
+    def put_chunk(self, chunk: str) -> None:
+        items = self._log.items
+        with self._lock:
+            items.append((chunk, None, None))
+            if len(items) > self._limit:
+                self._hub._trim(self._log)
+            waiters = self._waiters.pop(self._stream_id, None) if self._waiters else None
+        if waiters:
+            for wake in waiters:
+                wake()
+
+    def put_event(self, event: Event) -> None:
+        kind = type(event)
+        if kind is OpaqueState:
+            return
+        if kind is TextDelta:
+            self.saw_text = True
+        items = self._log.items
+        with self._lock:
+            items.append(("", event, None))
+            if len(items) > self._limit:
+                self._hub._trim(self._log)
+            waiters = self._waiters.pop(self._stream_id, None) if self._waiters else None
+        if waiters:
+            for wake in waiters:
+                wake()
 
     def finish(self, status: Status) -> _Failure | None:
-        self._hub._append(self._stream_id, self._log, "", None, status)
+        hub = self._hub
+        with self._lock:
+            self._log.items.append(("", None, status))
+            self._log.final = True
+            if hub.ttl is not None:
+                hub._expiry.append((time.monotonic() + hub.ttl, self._stream_id, self._log))
+            waiters = self._waiters.pop(self._stream_id, None)
+        if waiters:
+            for wake in waiters:
+                wake()
         return None
 
 
@@ -105,25 +155,11 @@ class MemoryHub(Hub):
             log = self._logs[stream_id] = _Log()
         return _MemorySink(self, stream_id, log)
 
-    def _append(
-        self, stream_id: str, log: _Log, chunk: str, event: Event | None, status: Status | None
-    ) -> None:
-        with self._lock:
-            entries = log.entries
-            final = status is not None
-            entries.append(Entry(str(log.last + 1), chunk, event, final, status))
-            if len(entries) > self.maxlen + self._slack:
-                drop = len(entries) - self.maxlen
-                del entries[:drop]
-                log.offset += drop
-            if final:
-                log.final = True
-                if self.ttl is not None:
-                    self._expiry.append((time.monotonic() + self.ttl, stream_id, log))
-            waiters = self._waiters.pop(stream_id, None)
-        if waiters:
-            for wake in waiters:
-                wake()
+    def _trim(self, log: _Log) -> None:
+        """Drop the oldest entries beyond ``maxlen`` (called with the lock held)."""
+        drop = len(log.items) - self.maxlen
+        del log.items[:drop]
+        log.offset += drop
 
     def _purge(self) -> None:
         expiry = self._expiry
@@ -151,13 +187,13 @@ class MemoryHub(Hub):
             )
         if position < log.offset:
             if position == 0:  # from the start: what retention kept
-                return log.entries[:]
+                return log.entries(log.offset)
             raise StreamExpiredError(
                 f"entry {str(position)!r} of stream {stream_id!r} was trimmed (maxlen="
                 f"{self.maxlen} keeps the latest entries only); read it from the start or "
                 "raise maxlen"
             )
-        return log.entries[position - log.offset :]
+        return log.entries(position)
 
     def _position(self, after: str | None) -> int:
         if after is None:

@@ -21,25 +21,28 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeAlias, TypeVar
 
 import anyio
 import anyio.to_thread
 
-from .._events import Event
+from .._events import Event, OpaqueState, ReasoningDelta, TextDelta
 from .._exceptions import UsageError
 from .._pipe import Status
 from ._base import (
     Hub,
+    HubError,
     InvalidEntryIdError,
     StreamExpiredError,
     StreamNotFoundError,
     _Failure,
 )
 from ._entry import Entry, event_from_dict, event_to_dict
-from ._wake import on_asyncio
+from ._follow import Follower, Subscription
+from ._wake import Wakeup
 
 __all__ = ["RedisHub"]
 
@@ -62,12 +65,17 @@ def _import_redis() -> Any:
     return redis
 
 
+_Pending: TypeAlias = "tuple[_RedisSink, int, str, Event | None, Status | None]"
+"""One entry waiting for the writer: sink, number, chunk, event, status (final only)."""
+
+
 class _RedisSink:
     """One run's writer: numbers its entries and queues them for the hub's writer thread."""
 
     __slots__ = (
         "_done",
-        "_hub",
+        "_put",
+        "entries",
         "failure",
         "key",
         "run_key",
@@ -78,7 +86,6 @@ class _RedisSink:
     )
 
     def __init__(self, hub: RedisHub, stream_id: str, failure: str | None) -> None:
-        self._hub = hub
         self.stream_id = stream_id
         self.key = hub.prefix + stream_id
         self.run_key = self.key + ":run"
@@ -87,33 +94,40 @@ class _RedisSink:
         self.failure = failure
         """Why publishing stopped (Redis unreachable at the start or failing mid-run)."""
         self.written = 0
-        """Entries Redis confirmed (counted by the writer thread only)."""
+        """Chunks and events Redis confirmed (counted by the writer thread only)."""
+        self.entries = 0
+        """Entries numbered so far (writer thread only): ids are ``0-1``, ``0-2``, ..."""
         self._done = threading.Event()
+        self._put = hub._writer_put()
 
-    def put(self, chunk: str, event: Event | None) -> None:
+    def put_chunk(self, chunk: str) -> None:
         self.seq += 1
-        if self.failure is not None:
+        if self.failure is None:
+            self._put((self, self.seq, chunk, None, None))
+
+    def put_event(self, event: Event) -> None:
+        kind = type(event)
+        if kind is OpaqueState:
             return
-        fields: dict[str, str] = {}
-        if chunk:
-            fields["c"] = chunk
-        if event is not None:
-            fields["e"] = json.dumps(event_to_dict(event), ensure_ascii=False)
-        self._hub._enqueue(self, self.seq, fields)
+        if kind is TextDelta:
+            self.saw_text = True
+        self.seq += 1
+        if self.failure is None:
+            self._put((self, self.seq, "", event, None))
 
     def finish(self, status: Status) -> _Failure | None:
         self.seq += 1
         if self.failure is None:
-            self._hub._enqueue(self, self.seq, {"s": status})
+            self._put((self, self.seq, "", None, status))
             if not self._done.wait(_FINISH_TIMEOUT):
                 self.fail(f"Redis did not confirm the writes within {_FINISH_TIMEOUT} s")
         if self.failure is None:
             return None
         unpublished = self.seq - self.written
         return _Failure(
-            f"{self.failure}: {unpublished} of the {self.seq} entries of stream "
-            f"{self.stream_id!r} were not published (the final entry among them), so its "
-            "readers will not see its end",
+            f"{self.failure}: {unpublished} of the {self.seq} chunks, events and final "
+            f"status of stream {self.stream_id!r} were not published (the final entry among "
+            "them), so its readers will not see its end",
             unpublished,
         )
 
@@ -124,110 +138,156 @@ class _RedisSink:
         self._done.set()
 
     def confirm(self, count: int, final: bool) -> None:
-        """Called by the writer: Redis took ``count`` more of our entries."""
+        """Called by the writer: Redis took ``count`` more of our chunks and events."""
         self.written += count
         if final:
             self._done.set()
 
+    def encode(self, items: list[_Pending]) -> tuple[list[str], bool]:
+        """The script arguments for ``items`` (writer thread only), and whether one is final.
+
+        A chunk directly followed by an event shares one entry with it (an entry may carry
+        both, in the order the callbacks saw them): about half the entries for a delta stream.
+        """
+        args: list[str] = []
+        pending: list[str] | None = None  # a chunk-only entry that an event may still join
+        final = False
+        for _, _, chunk, event, status in items:
+            if pending is not None and event is not None and not chunk and status is None:
+                pending += _fields("", event, None)
+                self._flush(args, pending)
+                pending = None
+                continue
+            if pending is not None:
+                self._flush(args, pending)
+                pending = None
+            fields = _fields(chunk, event, status)
+            final = final or status is not None
+            if chunk and event is None and status is None:
+                pending = fields
+            else:
+                self._flush(args, fields)
+        if pending is not None:
+            self._flush(args, pending)
+        return args, final
+
+    def _flush(self, args: list[str], fields: list[str]) -> None:
+        self.entries += 1
+        args += (f"0-{self.entries}", str(len(fields)), *fields)
+
+
+def _fields(chunk: str, event: Event | None, status: Status | None) -> list[str]:
+    """An entry as XADD field/value pairs; deltas skip JSON (they are nearly every entry)."""
+    fields: list[str] = []
+    if chunk:
+        fields += ("c", chunk)
+    if event is not None:
+        kind = type(event)
+        if kind is ReasoningDelta:
+            fields += ("r", event.text)  # type: ignore[union-attr]
+        elif kind is TextDelta:
+            fields += ("t", event.text)  # type: ignore[union-attr]
+        else:
+            fields += ("e", json.dumps(event_to_dict(event), ensure_ascii=False))
+        if event.source is not None and kind in (ReasoningDelta, TextDelta):
+            fields += ("o", event.source)
+    if status is not None:
+        fields += ("s", status)
+    return fields
+
 
 class _Writer:
-    """The hub's writer thread: drains the queue in pipelined batches."""
+    """The hub's writer thread: drains the queue in pipelined batches.
 
-    def __init__(self, hub: RedisHub) -> None:
+    Callbacks only append to a deque and, once per batch, set an event: the run pays for
+    neither encoding nor network. The writer lingers ``delay`` seconds after waking so that
+    one round trip carries what every running stream produced meanwhile.
+    """
+
+    def __init__(self, hub: RedisHub, delay: float) -> None:
         self._hub = hub
-        self._queue: deque[tuple[_RedisSink, int, dict[str, str]]] = deque()
-        self._ready = threading.Condition(threading.Lock())
+        self._delay = delay
+        self._queue: deque[_Pending] = deque()
+        self._signal = threading.Event()
+        self._signalled = False
         self._closed = False
         self._thread = threading.Thread(
             target=self._loop, name="reasoning-stream-redis-writer", daemon=True
         )
         self._thread.start()
 
-    def put(self, sink: _RedisSink, seq: int, fields: dict[str, str]) -> None:
-        with self._ready:
-            self._queue.append((sink, seq, fields))
-            self._ready.notify()
+    def put(self, item: _Pending) -> None:
+        self._queue.append(item)
+        if not self._signalled:
+            self._signalled = True
+            self._signal.set()
 
     def close(self) -> None:
-        with self._ready:
-            self._closed = True
-            self._ready.notify()
+        self._closed = True
+        self._signal.set()
         self._thread.join(_FINISH_TIMEOUT)
 
     def _loop(self) -> None:
         queue = self._queue
         while True:
-            with self._ready:
-                while not queue and not self._closed:
-                    self._ready.wait()
-                if not queue and self._closed:
-                    return
+            self._signal.wait()
+            self._signal.clear()
+            self._signalled = False
+            if self._delay and not self._closed:
+                time.sleep(self._delay)
+            while queue:
                 batch = [queue.popleft() for _ in range(min(len(queue), _BATCH))]
-            self._write(batch)
+                self._write(batch)
+            if self._closed:
+                return
 
-    def _write(self, batch: list[tuple[_RedisSink, int, dict[str, str]]]) -> None:
+    def _write(self, batch: list[_Pending]) -> None:
         hub = self._hub
         redis = _import_redis()
-        pipeline = hub._client.pipeline(transaction=False)
-        live = [item for item in batch if item[0].failure is None]
-        for sink, seq, fields in live:
-            pipeline.xadd(sink.key, fields, id=f"0-{seq}", maxlen=hub.maxlen, approximate=True)
-            if "s" in fields and hub.ttl is not None:
-                ttl = max(1, round(hub.ttl))
-                pipeline.expire(sink.key, ttl)
-                pipeline.expire(sink.run_key, ttl)
-        if not live:
+        per_sink: dict[_RedisSink, list[_Pending]] = {}
+        for item in batch:
+            if item[0].failure is None:
+                per_sink.setdefault(item[0], []).append(item)
+        if not per_sink:
             return
+        maxlen = str(hub.maxlen)
+        ttl = "" if hub.ttl is None else str(max(1, round(hub.ttl)))
+        pipeline = hub._client.pipeline(transaction=False)
+        for sink, items in per_sink.items():
+            args, final = sink.encode(items)
+            hub._append_script(
+                keys=[sink.key, sink.run_key],
+                args=[maxlen, ttl if final else "", *args],
+                client=pipeline,
+            )
         try:
             pipeline.execute()
         except redis.RedisError as error:
             reason = (
                 f"Redis at {hub.url_for_messages} failed mid-run ({type(error).__name__}: {error})"
             )
-            for sink, _, _ in live:
+            for sink in per_sink:
                 sink.fail(reason)
             return
-        for sink, _, fields in live:
-            sink.confirm(1, "s" in fields)
+        for sink, items in per_sink.items():
+            sink.confirm(len(items), items[-1][4] is not None)
 
 
-class _Commands(Protocol):
-    """The few reads a subscriber needs, awaited the same way on asyncio and trio."""
-
-    async def call(self, name: str, *args: Any, **kwargs: Any) -> Any: ...
-
-    async def aclose(self) -> None: ...
-
-
-class _AsyncioCommands:
-    def __init__(self, hub: RedisHub) -> None:
-        import redis.asyncio
-
-        self._client = redis.asyncio.Redis.from_url(hub.url, **hub._options(blocking=True))
-
-    async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        method: Callable[..., Awaitable[Any]] = getattr(self._client, name)
-        return await method(*args, **kwargs)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
-
-
-class _ThreadCommands:
-    """The sync client in worker threads: redis-py's asyncio client does not run on trio."""
-
-    def __init__(self, hub: RedisHub) -> None:
-        self._client = hub._reader_client
-        self._limiter = hub._reader_limiter
-
-    async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        method: Callable[..., Any] = getattr(self._client, name)
-        return await anyio.to_thread.run_sync(
-            lambda: method(*args, **kwargs), abandon_on_cancel=True, limiter=self._limiter
-        )
-
-    async def aclose(self) -> None:
-        return None
+_APPEND = """
+-- KEYS: the stream, its claim. ARGV: maxlen, ttl ('' = none), then per entry: id, n, n fields.
+local i = 3
+while i <= #ARGV do
+  local n = tonumber(ARGV[i + 1])
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], ARGV[i], unpack(ARGV, i + 2, i + 1 + n))
+  i = i + 2 + n
+end
+if ARGV[2] ~= '' then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+end
+return 1
+"""
+"""Appends one stream's batch of entries in one call (one round trip carries every stream)."""
 
 
 class RedisHub(Hub):
@@ -236,6 +296,8 @@ class RedisHub(Hub):
     ``url`` is a redis-py URL (``redis://host:port/db``); ``maxlen`` bounds the entries kept
     per stream (``XADD MAXLEN ~``: Redis may keep a few more); ``ttl`` is how many seconds a
     finished stream is kept (``None``: until deleted). Keys live under ``prefix``.
+    ``write_delay`` is how long the writer thread lets entries gather before one pipelined
+    round trip (seconds; it bounds the latency batching adds).
 
     If Redis is down when a run starts or fails during it, the run itself goes on to its end;
     :class:`PublishError` then names Redis and says how many entries were not published, with
@@ -250,6 +312,7 @@ class RedisHub(Hub):
         ttl: float | None = 3600.0,
         prefix: str = "reasoning-stream:",
         connect_timeout: float = 2.0,
+        write_delay: float = 0.001,
     ) -> None:
         if maxlen < 1:
             raise UsageError(f"maxlen must be at least 1, got {maxlen}")
@@ -259,10 +322,12 @@ class RedisHub(Hub):
         self.ttl = ttl
         self.prefix = prefix
         self._connect_timeout = connect_timeout
+        self._write_delay = write_delay
         self._client: Any = redis.Redis.from_url(url, **self._options(blocking=False))
         self._reader_client: Any = redis.Redis.from_url(url, **self._options(blocking=True))
-        self._reader_limiter = anyio.CapacityLimiter(64)
+        self._append_script = self._client.register_script(_APPEND)
         self._writer: _Writer | None = None
+        self._reader: Follower | None = None
         self._writer_lock = threading.Lock()
 
     @property
@@ -286,8 +351,11 @@ class RedisHub(Hub):
         """Flush pending writes and close the connections."""
         with self._writer_lock:
             writer, self._writer = self._writer, None
+            reader, self._reader = self._reader, None
         if writer is not None:
             writer.close()
+        if reader is not None:
+            reader.close()
         self._client.close()
         self._reader_client.close()
 
@@ -299,12 +367,11 @@ class RedisHub(Hub):
 
     # ------------------------------------------------------------------------- writing
 
-    def _enqueue(self, sink: _RedisSink, seq: int, fields: dict[str, str]) -> None:
-        writer = self._writer
-        if writer is None:
-            with self._writer_lock:
-                writer = self._writer = self._writer or _Writer(self)
-        writer.put(sink, seq, fields)
+    def _writer_put(self) -> Callable[[_Pending], None]:
+        with self._writer_lock:
+            if self._writer is None:
+                self._writer = _Writer(self, self._write_delay)
+            return self._writer.put
 
     def _open(self, stream_id: str) -> _RedisSink:
         redis = _import_redis()
@@ -380,51 +447,81 @@ class RedisHub(Hub):
     async def subscribe(
         self, stream_id: str, after: str | None = None, timeout: float | None = None
     ) -> AsyncIterator[Entry]:
-        """Replay the entries past ``after``, then follow live with ``XREAD BLOCK``.
+        """Replay the entries past ``after``, then follow live; ends after the final entry.
 
-        Ends after the final entry. A stream that does not exist yet is waited for, up to
-        ``timeout`` seconds (``None``: forever), then :class:`StreamNotFoundError`.
+        One reader thread per hub follows every subscribed stream with one ``XREAD BLOCK``
+        (redis-py's sync client: the same on asyncio and trio). A stream that does not exist
+        yet is waited for, up to ``timeout`` seconds (``None``: forever), then
+        :class:`StreamNotFoundError`.
         """
+        key = self.prefix + stream_id
+        position = 0
         if after is not None:
             self.check_entry_id(after)
-        key = self.prefix + stream_id
-        commands: _Commands = _AsyncioCommands(self) if on_asyncio() else _ThreadCommands(self)
+            first, last = await self._in_thread(self._bounds, key)
+            self._check_after(stream_id, after, first, last)
+            if last[0][0] == after and "s" in last[0][1]:
+                return
+            position = _seq(after)
+        subscription = Subscription(key, position)
+        self._follower().add(subscription)
+        deadline = None if timeout is None else anyio.current_time() + timeout
+        found = after is not None
         try:
-            last_id = "0-0"
-            if after is not None:
-                first = await commands.call("xrange", key, count=1)
-                last = await commands.call("xrevrange", key, count=1)
-                self._check_after(stream_id, after, first, last)
-                if last[0][0] == after and "s" in last[0][1]:
-                    return
-                last_id = after
-            deadline = None if timeout is None else anyio.current_time() + timeout
-            found = after is not None
             while True:
-                block = _BLOCK_MS
-                if not found and deadline is not None:
-                    remaining = deadline - anyio.current_time()
-                    block = max(1, min(block, int(remaining * 1000)))
-                response = await commands.call("xread", {key: last_id}, count=_BATCH, block=block)
-                if response:
+                buffer = subscription.buffer
+                while buffer:
+                    entry = buffer.popleft()
+                    number = _seq(entry.id)
+                    if number <= subscription.position:
+                        continue  # re-read for a reader that joined behind us
+                    subscription.position = number
                     found = True
-                    for entry_id, fields in response[0][1]:
-                        entry = _entry(entry_id, fields)
-                        yield entry
-                        if entry.final:
-                            return
-                        last_id = entry_id
+                    yield entry
+                    if entry.final:
+                        return
+                if subscription.error is not None:
+                    raise HubError(str(subscription.error)) from subscription.error
+                wakeup = Wakeup()
+                subscription.wake = wakeup.set
+                if buffer or subscription.error is not None:
                     continue
-                if not found:
-                    found = bool(await commands.call("exists", key, key + ":run"))
-                    if not found and deadline is not None and anyio.current_time() >= deadline:
-                        raise StreamNotFoundError(
-                            f"no stream {stream_id!r} appeared in Redis at "
-                            f"{self.url_for_messages} within {timeout} s"
-                        )
+                if found or deadline is None:
+                    await wakeup.wait()
+                    continue
+                remaining = deadline - anyio.current_time()
+                if remaining > 0 and await wakeup.wait(min(remaining, 1.0)):
+                    continue
+                found = bool(await self._in_thread(self._reader_client.exists, key, key + ":run"))
+                if not found and anyio.current_time() >= deadline:
+                    raise StreamNotFoundError(
+                        f"no stream {stream_id!r} appeared in Redis at "
+                        f"{self.url_for_messages} within {timeout} s"
+                    )
         finally:
-            with anyio.CancelScope(shield=True):
-                await commands.aclose()
+            subscription.wake = None
+            self._follower().remove(subscription)
+
+    def _bounds(self, key: str) -> tuple[list[Any], list[Any]]:
+        client = self._reader_client
+        return client.xrange(key, count=1), client.xrevrange(key, count=1)
+
+    async def _in_thread(self, function: Callable[..., _T], *args: Any) -> _T:
+        return await anyio.to_thread.run_sync(lambda: function(*args), abandon_on_cancel=True)
+
+    def _follower(self) -> Follower:
+        with self._writer_lock:
+            if self._reader is None:
+                redis = _import_redis()
+                self._reader = Follower(
+                    lambda: redis.Redis.from_url(
+                        self.url, single_connection_client=True, **self._options(blocking=True)
+                    ),
+                    self._client,
+                    _entry,
+                    self.url_for_messages,
+                )
+            return self._reader
 
 
 def _seq(entry_id: str) -> int:
@@ -436,12 +533,12 @@ def _past(after: str | None) -> str:
 
 
 def _entry(entry_id: str, fields: dict[str, str]) -> Entry:
-    event = fields.get("e")
     status = fields.get("s")
-    return Entry(
-        entry_id,
-        fields.get("c", ""),
-        None if event is None else event_from_dict(json.loads(event)),
-        status is not None,
-        status,  # type: ignore[arg-type]
-    )
+    event: Event | None = None
+    if "r" in fields:
+        event = ReasoningDelta(fields["r"], source=fields.get("o"))
+    elif "t" in fields:
+        event = TextDelta(fields["t"], source=fields.get("o"))
+    elif "e" in fields:
+        event = event_from_dict(json.loads(fields["e"]))
+    return Entry(entry_id, fields.get("c", ""), event, status is not None, status)  # type: ignore[arg-type]

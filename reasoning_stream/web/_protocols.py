@@ -153,7 +153,6 @@ class AGUITranslator:
                     {"type": "TEXT_MESSAGE_CONTENT", "messageId": self._text, "delta": event.text}
                 )
         elif isinstance(event, ToolCall):
-            self._close_reasoning(out)
             start: dict[str, Any] = {
                 "type": "TOOL_CALL_START",
                 "toolCallId": event.id,
@@ -279,7 +278,6 @@ class VercelUITranslator:
             if event.text:
                 out.append({"type": "text-delta", "id": self._text, "delta": event.text})
         elif isinstance(event, ToolCall):
-            self._close_reasoning(out)
             self._tool_calls = True
             out.append(
                 {
