@@ -205,7 +205,7 @@ def fan_out_redis(redis_url: str) -> dict[str, Any]:
     for process, _ in processes:
         assert process.stdout is not None
         assert process.stdout.readline().strip() == "ready"
-    time.sleep(0.5)  # every subscriber is waiting on its stream
+    time.sleep(2.0)  # every subscriber is waiting on its stream
     hub = RedisHub(redis_url)
     published = anyio.run(publish, hub, stream_ids)
     hub.close()

@@ -464,7 +464,7 @@ class RedisHub(Hub):
                 return
             position = _seq(after)
         subscription = Subscription(key, position)
-        self._follower().add(subscription)
+        await self._in_thread(self._follower().add, subscription)
         deadline = None if timeout is None else anyio.current_time() + timeout
         found = after is not None
         try:
