@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from ag_ui.core import Event as AGUIEvent
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
@@ -78,8 +78,12 @@ def test_channel_protocol_carries_the_channel(script: list[Any]) -> None:
     assert data[-1] == {"chunk": "", "status": entries[-1].status}
 
 
+TOOL_INSIDE_REASONING = [ReasoningDelta("a"), ToolCall("call_0", "f", "{}"), ReasoningDelta("b")]
+
+
 @PURE
 @given(script=scripts)
+@example(script=TOOL_INSIDE_REASONING)
 def test_ag_ui_events_validate_and_rebuild_the_result(script: list[Any]) -> None:
     entries, result = published(script)
     events = translate("ag-ui", entries)
@@ -117,6 +121,7 @@ def test_ag_ui_events_validate_and_rebuild_the_result(script: list[Any]) -> None
 
 @PURE
 @given(script=scripts)
+@example(script=TOOL_INSIDE_REASONING)
 def test_vercel_ui_parts_rebuild_the_result(script: list[Any]) -> None:
     entries, result = published(script)
     events = translate("vercel-ui", entries)
