@@ -315,7 +315,8 @@ async def test_slow_and_crashed_readers_cost_the_run_nothing(hub: Hub) -> None:
         with pytest.raises(RuntimeError):
             anyio.run(reader)
 
-    pipe = ScriptedPipe(script)  # type: ignore[arg-type]
+    callback_errors: list[object] = []
+    pipe = ScriptedPipe(script, on_callback_error=lambda e, c: callback_errors.append(e))  # type: ignore[arg-type]
     seen = recording(pipe)
     async with anyio.create_task_group() as group:
         group.start_soon(stall)
@@ -323,7 +324,7 @@ async def test_slow_and_crashed_readers_cost_the_run_nothing(hub: Hub) -> None:
         group.start_soon(anyio.to_thread.run_sync, crash)
         await anyio.sleep(0.05)
         result = await hub.arun(stream_id, pipe, "go")
-        assert result.status == "completed"
+        assert result.status == "completed" and callback_errors == []
         assert chunks(hub.read(stream_id)) == "".join(seen)
         stalled.set()
 
@@ -354,3 +355,25 @@ def test_memory_hub_serves_readers_on_other_threads_and_loops() -> None:
     for thread in threads:
         thread.join(10)
     assert got == {"asyncio": "".join(seen), "trio": "".join(seen)}
+
+
+def test_a_reader_whose_event_loop_died_costs_the_run_nothing(hub: Hub) -> None:
+    """The reader's loop is gone without any cleanup (its thread crashed): waking it is a no-op."""
+    import asyncio
+
+    stream_id = new_id()
+    loop = asyncio.new_event_loop()
+    reader = hub.subscribe(stream_id, timeout=30)
+    pending = loop.create_task(reader.__anext__())  # type: ignore[arg-type]
+    loop.run_until_complete(asyncio.sleep(0.3))  # the reader now waits for the stream
+    loop.close()  # dies with the reader still registered
+    callback_errors: list[object] = []
+    pipe = ScriptedPipe(
+        [ReasoningDelta("r"), TextDelta("t")],
+        on_callback_error=lambda error, chunk: callback_errors.append(error),
+    )
+    seen = recording(pipe)
+    assert hub.run(stream_id, pipe, "go").status == "completed"
+    assert callback_errors == []
+    assert chunks(hub.read(stream_id)) == "".join(seen)
+    del pending, reader
