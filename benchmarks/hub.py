@@ -248,6 +248,7 @@ def main() -> None:
 
     server = RedisServer().start()
     try:
+        print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
         cpu_table(server.url)
         print(
             f"Fan-out: {STREAMS} concurrent streams x {CHUNKS_PER_STREAM} chunks, "
@@ -264,7 +265,7 @@ def main() -> None:
                 f"{figures['cross_talk_chunks']} | {figures['p50_ms']:.2f} ms | "
                 f"{figures['p99_ms']:.2f} ms |"
             )
-        print()
+        print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     finally:
         server.cleanup()
 
