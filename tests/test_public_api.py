@@ -86,3 +86,14 @@ def test_hub_and_web_contract_names_are_exported() -> None:
             assert getattr(module, name) is not None
     fields = {f for f in hub.Entry.__dataclass_fields__}
     assert {"id", "chunk", "event", "final", "status"} <= fields
+
+
+def test_telemetry_surface() -> None:
+    telemetry = importlib.import_module("reasoning_stream.telemetry")
+    assert telemetry.__all__ == [
+        "SEMCONV_VERSION",
+        "ContentCapture",
+        "instrument",
+        "is_instrumented",
+        "uninstrument",
+    ]
