@@ -37,13 +37,16 @@ class Subscription:
     def __init__(self, key: str, position: int) -> None:
         self.key = key
         self.position = position
-        self.buffer: deque[Entry] = deque()
+        self.buffer: deque[tuple[int, list[Entry]]] = deque()
         self.error: BaseException | None = None
         self.wake: Callable[[], None] | None = None
 
-    def deliver(self, entries: list[Entry]) -> None:
-        """Called by the reader thread (the buffer's deque makes this thread-safe)."""
-        self.buffer.extend(entries)
+    def deliver(self, read_from: int, entries: list[Entry]) -> None:
+        """Called by the reader thread: ``entries`` follow entry ``read_from`` in the stream.
+
+        The buffer is a deque of batches, so this is thread-safe without a lock.
+        """
+        self.buffer.append((read_from, entries))
         wake = self.wake
         if wake is not None:
             wake()
@@ -129,7 +132,8 @@ class Follower:
                         self._changed.wait()
                     if self._closed:
                         return
-                    streams = {key: f"0-{position}" for key, (position, _) in self._follows.items()}
+                    asked = {key: position for key, (position, _) in self._follows.items()}
+                streams = {key: f"0-{position}" for key, position in asked.items()}
                 if client is None:
                     client = self._connect()
                     with self._lock:
@@ -142,10 +146,14 @@ class Follower:
                         follow = self._follows.get(key)
                         if follow is None:
                             continue
-                        self._follows[key] = (max(follow[0], last), follow[1])
-                        subscribers = follow[1]
+                        position, subscribers = follow
+                        if position >= asked[key]:
+                            position = max(position, last)
+                        # else: a reader joined behind us during the read; read again from
+                        # its position next time (the others skip what they already have).
+                        self._follows[key] = (position, subscribers)
                     for subscription in subscribers:
-                        subscription.deliver(entries)
+                        subscription.deliver(asked[key], entries)
         except Exception as error:
             failure = ConnectionError(
                 f"Redis at {self._describe} failed while following streams "

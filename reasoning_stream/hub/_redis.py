@@ -467,19 +467,29 @@ class RedisHub(Hub):
         await self._in_thread(self._follower().add, subscription)
         deadline = None if timeout is None else anyio.current_time() + timeout
         found = after is not None
+        fresh = after is None  # from the start: take what retention kept
         try:
             while True:
                 buffer = subscription.buffer
                 while buffer:
-                    entry = buffer.popleft()
-                    number = _seq(entry.id)
-                    if number <= subscription.position:
-                        continue  # re-read for a reader that joined behind us
-                    subscription.position = number
-                    found = True
-                    yield entry
-                    if entry.final:
-                        return
+                    read_from, batch = buffer.popleft()
+                    if read_from > subscription.position:
+                        continue  # read past us while we joined: it is read again for us
+                    if _seq(batch[0].id) > subscription.position + 1 and not fresh:
+                        raise StreamExpiredError(
+                            f"entries of stream {stream_id!r} after {subscription.position} "
+                            f"were trimmed (maxlen={self.maxlen}) before this reader got them"
+                        )
+                    fresh = False
+                    for entry in batch:
+                        number = _seq(entry.id)
+                        if number <= subscription.position:
+                            continue  # re-read for a reader that joined behind us
+                        subscription.position = number
+                        found = True
+                        yield entry
+                        if entry.final:
+                            return
                 if subscription.error is not None:
                     raise HubError(str(subscription.error)) from subscription.error
                 wakeup = Wakeup()

@@ -377,3 +377,36 @@ def test_a_reader_whose_event_loop_died_costs_the_run_nothing(hub: Hub) -> None:
     assert callback_errors == []
     assert chunks(hub.read(stream_id)) == "".join(seen)
     del pending, reader
+
+
+@pytest.mark.anyio
+async def test_many_readers_leaving_and_resuming_during_a_live_run(hub: Hub) -> None:
+    """Readers join, leave after k entries and resume after entry k while the run streams:
+    on Redis they share one reader thread whose reads are in flight when they join."""
+    script: list[object] = [
+        item
+        for n in range(80)
+        for item in (0.002, ReasoningDelta(f"r{n} ") if n < 50 else TextDelta(f"t{n} "))
+    ]
+    pipe = ScriptedPipe(script)  # type: ignore[arg-type]
+    seen = recording(pipe)
+    stream_id = new_id()
+    got: list[str] = []
+
+    async def reader(leave_after: int, delay: float) -> None:
+        await anyio.sleep(delay)
+        first: list[Entry] = []
+        async for entry in hub.subscribe(stream_id, timeout=5):
+            first.append(entry)
+            if len(first) == leave_after:
+                break
+        if first and first[-1].final:
+            got.append(chunks(first))
+            return
+        got.append(chunks(first) + chunks(await collect(hub, stream_id, after=first[-1].id)))
+
+    async with anyio.create_task_group() as group:
+        for n in range(24):
+            group.start_soon(reader, 1 + (n * 7) % 60, (n % 8) * 0.02)
+        group.start_soon(hub.arun, stream_id, pipe, "go")
+    assert got == ["".join(seen)] * 24
