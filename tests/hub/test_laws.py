@@ -405,8 +405,9 @@ async def test_many_readers_leaving_and_resuming_during_a_live_run(hub: Hub) -> 
             return
         got.append(chunks(first) + chunks(await collect(hub, stream_id, after=first[-1].id)))
 
-    async with anyio.create_task_group() as group:
-        for n in range(24):
-            group.start_soon(reader, 1 + (n * 7) % 60, (n % 8) * 0.02)
-        group.start_soon(hub.arun, stream_id, pipe, "go")
+    with anyio.fail_after(60):  # a lost entry would leave a reader waiting
+        async with anyio.create_task_group() as group:
+            for n in range(24):
+                group.start_soon(reader, 1 + (n * 7) % 60, (n % 8) * 0.02)
+            group.start_soon(hub.arun, stream_id, pipe, "go")
     assert got == ["".join(seen)] * 24
