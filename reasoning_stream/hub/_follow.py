@@ -18,9 +18,10 @@ from typing import Any
 
 from ._entry import Entry
 
-__all__ = ["Follower", "Subscription"]
+__all__ = ["BLOCK_MS", "Follower", "Subscription"]
 
-_BLOCK_MS = 1000
+BLOCK_MS = 1000
+"""Longest single ``XREAD BLOCK`` wait."""
 _COUNT = 1000
 
 
@@ -138,7 +139,7 @@ class Follower:
                     client = self._connect()
                     with self._lock:
                         self._client_id = client.client_id()
-                response = client.xread(streams, count=_COUNT, block=_BLOCK_MS)
+                response = client.xread(streams, count=_COUNT, block=BLOCK_MS)
                 for key, items in response or ():
                     entries = [self._decode(entry_id, fields) for entry_id, fields in items]
                     last = seq(entries[-1].id)

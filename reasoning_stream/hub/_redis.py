@@ -5,15 +5,17 @@ Layout, under ``prefix`` (default ``"reasoning-stream:"``):
 - ``<prefix><stream_id>``: the stream. Entry ids are ``0-<n>`` for the n-th entry of the
   run, written explicitly (one writer per stream, guaranteed by the claim below), so a resume
   point can be checked against what retention kept. Fields: ``c`` the chunk (left out when
-  empty), ``e`` the event as JSON, ``s`` the status (present on the final entry only).
+  empty); the event as ``r`` (reasoning delta text) or ``t`` (text delta text) with ``o`` its
+  source, or ``e`` any other event as JSON; ``s`` the status (on the final entry only).
 - ``<prefix><stream_id>:run``: the claim, ``SET NX`` when a run starts, so a stream id is used
   once. Both keys get ``EXPIRE ttl`` with the final entry.
 
 Writes go through one writer thread per hub that batches every pending entry of every running
-stream into one pipelined round trip (``XADD ... MAXLEN ~ maxlen``): the run's callbacks only
-append to a queue, so neither Redis nor any reader can slow the model stream. Readers use
-``XREAD BLOCK`` (redis-py's asyncio client on asyncio, its sync client in worker threads on
-trio, where the asyncio client cannot run).
+stream into one pipelined round trip (a small script per stream running ``XADD ... MAXLEN ~
+maxlen``): the run's callbacks only append to a queue, so neither Redis nor any reader can slow
+the model stream. Reads go through one reader thread per hub (``_follow.py``) that follows every
+subscribed stream with one ``XREAD BLOCK`` on redis-py's sync client, the same on asyncio and
+trio (redis-py's asyncio client does not run on trio).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from ._base import (
     _Failure,
 )
 from ._entry import Entry, event_from_dict, event_to_dict
-from ._follow import Follower, Subscription
+from ._follow import BLOCK_MS, Follower, Subscription
 from ._wake import Wakeup
 
 __all__ = ["RedisHub"]
@@ -50,8 +52,6 @@ _T = TypeVar("_T")
 _ID = re.compile(r"0-([1-9][0-9]{0,17})")
 _BATCH = 2000
 """Most entries one pipelined round trip carries."""
-_BLOCK_MS = 1000
-"""Longest single ``XREAD BLOCK`` wait; a reader re-checks between waits."""
 _FINISH_TIMEOUT = 10.0
 
 
@@ -342,8 +342,8 @@ class RedisHub(Hub):
         return {
             "decode_responses": True,
             "socket_connect_timeout": self._connect_timeout,
-            # A blocking XREAD waits up to _BLOCK_MS; the socket must outwait it.
-            "socket_timeout": (_BLOCK_MS / 1000 + 5) if blocking else 5.0,
+            # A blocking XREAD waits up to BLOCK_MS; the socket must outwait it.
+            "socket_timeout": (BLOCK_MS / 1000 + 5) if blocking else 5.0,
             "retry": Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
         }
 

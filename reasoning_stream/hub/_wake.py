@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable
 from typing import Any
@@ -10,16 +9,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-__all__ = ["Wakeup", "on_asyncio"]
-
-
-def on_asyncio() -> bool:
-    """Whether the calling task runs on asyncio (else trio)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+__all__ = ["Wakeup"]
 
 
 class Wakeup:
