@@ -8,35 +8,36 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ._events import Event, OpaqueState
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
 from ._pipe import Pipe, PipeResult
 from ._render import ChannelRenderer
 
-__all__ = ["PROVIDERS", "build_pipe", "chat", "event_to_json", "summary_line"]
+if TYPE_CHECKING:
+    from .providers._spec import ProviderSpec
+
+__all__ = [  # noqa: F822 (PROVIDERS comes from the registry, lazily)
+    "PROVIDERS",
+    "build_pipe",
+    "chat",
+    "event_to_json",
+    "summary_line",
+]
 
 
-@dataclass(frozen=True)
-class _Provider:
-    cls: str
-    key_env: tuple[str, ...]
-    base_url_env: str | None = None
-    key_needed: bool = True
+def __getattr__(name: str) -> Any:
+    if name == "PROVIDERS":
+        return _providers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-PROVIDERS: dict[str, _Provider] = {
-    "openai": _Provider("OpenAIChatPipe", ("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
-    "responses": _Provider("OpenAIResponsesPipe", ("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
-    "anthropic": _Provider("AnthropicPipe", ("ANTHROPIC_API_KEY",), "ANTHROPIC_BASE_URL"),
-    "bedrock": _Provider("BedrockPipe", (), None, key_needed=False),
-    "ollama": _Provider("OllamaPipe", (), "OLLAMA_HOST", key_needed=False),
-    "openrouter": _Provider("OpenRouterPipe", ("OPENROUTER_API_KEY",), None),
-    "gemini": _Provider("GeminiPipe", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), None),
-}
-"""The ``--provider`` choices: pipe class, key variables, base-URL variable."""
+def _providers() -> dict[str, ProviderSpec]:
+    """The ``--provider`` choices, from the provider registry: name -> spec."""
+    from .providers._spec import specs
+
+    return {spec.name: spec for spec in specs()}
 
 
 class CommandError(Exception):
@@ -56,10 +57,8 @@ def build_pipe(
     environ: dict[str, str] | None = None,
 ) -> Pipe:
     """The pipe for ``--provider``, configured from arguments and the usual variables."""
-    from . import providers
-
     env = dict(os.environ if environ is None else environ)
-    spec = PROVIDERS[provider]
+    spec = _providers()[provider]
     base_url = base_url or (env.get(spec.base_url_env) if spec.base_url_env else None)
     api_key = next((env[name] for name in spec.key_env if env.get(name)), None)
     if spec.key_needed and api_key is None:
@@ -67,7 +66,7 @@ def build_pipe(
             names = " or ".join(spec.key_env)
             raise CommandError(f"set {names} to talk to {provider} (or pass --base-url)")
         api_key = "not-needed"  # a local OpenAI-compatible server takes any key
-    cls = getattr(providers, spec.cls)
+    cls = spec.pipe_class()
     options: dict[str, Any] = {}
     if base_url:
         options["base_url"] = base_url

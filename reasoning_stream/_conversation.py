@@ -18,6 +18,7 @@ provider, model or endpoint is never replayed. Provider pipes call it through
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,9 +27,9 @@ from typing import Any, Literal, Self, TypeAlias, get_args, overload
 
 from ._events import ReasoningState
 from ._exceptions import UsageError
+from ._history import HistoryTurn
 from ._messages import INERT_MESSAGE_KEYS, strip_inert_keys
 from ._pipe import PipeResult, Status
-from .providers._base import HistoryTurn
 
 __all__ = [
     "Conversation",
@@ -109,28 +110,19 @@ class PassbackPolicy:
     def for_provider(cls, provider: str | None, model: str | None = None) -> PassbackPolicy:
         """The documented needs of a provider API, by the pipe's ``provider`` id.
 
+        The provider's spec says (each provider package defines its policy); an unknown
+        provider gets nothing back.
+
         >>> PassbackPolicy.for_provider("openai-chat", "deepseek-chat").reasoning
         'tool_calls'
         >>> PassbackPolicy.for_provider("ollama")
         PassbackPolicy(states='never', reasoning='never', kinds=None)
         """
-        if provider in ("anthropic", "bedrock"):
-            # Signed thinking must open each assistant turn of an unfinished tool loop;
-            # once a user turn follows, the API ignores (and bills) older blocks.
-            return cls(states="tool_loop")
-        if provider in ("openai-responses", "gemini"):
-            return cls(states="always")
-        if provider == "openrouter":
-            return cls(states="tool_loop", kinds=_REASONING_DETAILS)
-        if provider == "openai-chat":
-            lowered = (model or "").lower()
-            # DeepSeek answers 400 when a tool-call turn comes back without its
-            # reasoning_content, in every later request; Kimi's thinking models likewise.
-            reasoning: ReasoningPassback = (
-                "tool_calls" if "deepseek" in lowered or "kimi" in lowered else "never"
-            )
-            return cls(states="tool_loop", reasoning=reasoning, kinds=_REASONING_DETAILS)
-        return cls()
+        # The registry is asked at call time: core imports no provider package up front.
+        from .providers._spec import spec
+
+        found = spec(provider)
+        return cls() if found is None else found.passback(model)
 
     @classmethod
     def for_pipe(cls, pipe: object) -> PassbackPolicy:
@@ -152,9 +144,6 @@ class PassbackPolicy:
         if isinstance(send, bool):
             policy = cls(policy.states, "always" if send else "never", policy.kinds)
         return policy
-
-
-_REASONING_DETAILS = frozenset({"reasoning_details"})
 
 
 # ------------------------------------------------------------------------ turn records
@@ -205,7 +194,7 @@ class TurnRecord:
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
-            "states": [state.to_json() for state in self.states],
+            "states": [_state_to_json(state) for state in self.states],
             "response_id": self.response_id,
             "status": self.status,
             "finish_reason": self.finish_reason,
@@ -218,7 +207,7 @@ class TurnRecord:
             provider=data.get("provider"),
             model=data.get("model"),
             endpoint=data.get("endpoint"),
-            states=tuple(ReasoningState.from_json(state) for state in data.get("states", ())),
+            states=tuple(_state_from_json(state) for state in data.get("states", ())),
             response_id=data.get("response_id"),
             status=data.get("status", "completed"),
             finish_reason=data.get("finish_reason"),
@@ -241,24 +230,46 @@ def _persistable(states: Iterable[ReasoningState]) -> tuple[ReasoningState, ...]
     return tuple(kept)
 
 
+_BYTES_KEY = "__base64__"
+
+
+def _state_to_json(state: ReasoningState) -> dict[str, Any]:
+    """``state.to_json()`` with bytes anywhere in ``extra`` as ``{"__base64__": "..."}``."""
+    data = state.to_json()
+    data["extra"] = _bytes_out(data["extra"])
+    return data
+
+
+def _state_from_json(data: Mapping[str, Any]) -> ReasoningState:
+    """The inverse of :func:`_state_to_json`: the bytes in ``extra`` come back as bytes."""
+    return ReasoningState.from_json({**data, "extra": _bytes_in(data.get("extra") or {})})
+
+
+def _bytes_out(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return {_BYTES_KEY: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, Mapping):
+        return {key: _bytes_out(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_bytes_out(item) for item in value]
+    return value
+
+
+def _bytes_in(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if len(value) == 1 and isinstance(value.get(_BYTES_KEY), str):
+            return base64.b64decode(value[_BYTES_KEY])
+        return {key: _bytes_in(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_bytes_in(item) for item in value]
+    return value
+
+
 def _same_endpoint(made: str | None, asking: str | None) -> bool:
     # A trailing slash is the only spelling difference two clients of one root commonly have.
     if made is None or asking is None:
         return made is asking
     return made.rstrip("/") == asking.rstrip("/")
-
-
-def _state_belongs(state: ReasoningState, pipe: object) -> bool:
-    # The record's scope already matched; the state's own labels must not contradict it
-    # (a state copied in from elsewhere, or made by a translator for another provider).
-    return (
-        state.provider == getattr(pipe, "provider", None)
-        and state.model == getattr(pipe, "model", None)
-        and (
-            state.endpoint is None
-            or _same_endpoint(state.endpoint, getattr(pipe, "endpoint", None))
-        )
-    )
 
 
 # ------------------------------------------------------------------- generation record
@@ -342,7 +353,7 @@ class GenerationRecord:
             "partial_text": self.partial_text,
             "partial_reasoning": self.partial_reasoning,
             "tool_calls": _plain(self.tool_calls),
-            "reasoning_state": [state.to_json() for state in self.reasoning_state],
+            "reasoning_state": [_state_to_json(state) for state in self.reasoning_state],
             "finish_reason": self.finish_reason,
             "error": self.error,
             "updated_at": self.updated_at,
@@ -366,7 +377,7 @@ class GenerationRecord:
             partial_reasoning=data.get("partial_reasoning", ""),
             tool_calls=_plain(list(data.get("tool_calls", ()))),
             reasoning_state=tuple(
-                ReasoningState.from_json(state) for state in data.get("reasoning_state", ())
+                _state_from_json(state) for state in data.get("reasoning_state", ())
             ),
             finish_reason=data.get("finish_reason"),
             error=data.get("error"),
@@ -604,7 +615,9 @@ class Conversation(Sequence[dict[str, Any]]):
                 states = tuple(
                     state
                     for state in record.states
-                    if _state_belongs(state, pipe)
+                    # The record's scope matched; the state's own labels must not
+                    # contradict it (a state copied in, or made for another provider).
+                    if state.may_go_to(pipe)
                     and (policy.kinds is None or state.kind in policy.kinds)
                 )
             reasoning: str | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import IO
+from typing import IO, Any
 
 from ._pipe import Pipe, PipeResult
 from ._pipeline import Pipeline
@@ -20,65 +20,41 @@ from ._render import ChannelRenderer
 from ._stream import ReasoningStream
 from .testing import Reply, Transcript, WireServer
 
-__all__ = ["DEMO_PROVIDERS", "build_demo_pipe", "run_demo"]
+__all__ = [  # noqa: F822 (DEMO_PROVIDERS comes from the registry, lazily)
+    "DEMO_PROVIDERS",
+    "build_demo_pipe",
+    "run_demo",
+]
 
 DELAY = 0.02
 """Seconds between wire chunks, so the stream is watchable."""
 
-_KEY = "demo-key-not-secret"
 
-# provider -> (transcript, model, pipe class name)
-DEMO_PROVIDERS: dict[str, tuple[str, str]] = {
-    "openai": ("openai_chat_reasoning_content", "deepseek-reasoner"),
-    "responses": ("openai_responses_summary", "o4-mini"),
-    "anthropic": ("anthropic_thinking", "claude-sonnet-4-6"),
-    "bedrock": ("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6"),
-    "ollama": ("ollama_chat_reasoning", "qwen3"),
-    "openrouter": ("openrouter_reasoning", "anthropic/claude-sonnet-4"),
-    "gemini": ("gemini_reasoning", "gemini-2.5-flash"),
-}
-"""What ``demo --provider NAME`` replays: a bundled transcript and the model it names."""
+def __getattr__(name: str) -> Any:
+    if name == "DEMO_PROVIDERS":
+        return _demo_providers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _demo_providers() -> dict[str, tuple[str, str]]:
+    """What ``demo --provider NAME`` replays: a bundled transcript and the model it names."""
+    from .providers._spec import specs
+
+    return {
+        spec.name: (spec.demo.transcript, spec.demo.model)
+        for spec in specs()
+        if spec.demo is not None
+    }
 
 
 def build_demo_pipe(provider: str, model: str, url: str, *, name: str | None = None) -> Pipe:
     """A provider pipe whose official client talks to the local server at ``url``."""
-    from . import providers
+    from .providers._spec import by_name
 
-    if provider in ("openai", "responses"):
-        import openai
-
-        client = openai.OpenAI(base_url=f"{url}/v1", api_key=_KEY, max_retries=0)
-        if provider == "openai":
-            return providers.OpenAIChatPipe(model, client=client, name=name)
-        return providers.OpenAIResponsesPipe(model, client=client, name=name)
-    if provider == "anthropic":
-        import anthropic
-
-        return providers.AnthropicPipe(
-            model, client=anthropic.Anthropic(base_url=url, api_key=_KEY, max_retries=0), name=name
-        )
-    if provider == "bedrock":
-        import boto3
-        from botocore.config import Config
-
-        bedrock = boto3.client(
-            "bedrock-runtime",
-            region_name="us-east-1",
-            endpoint_url=url,
-            aws_access_key_id="demo",
-            aws_secret_access_key=_KEY,
-            config=Config(retries={"total_max_attempts": 1}),
-        )
-        return providers.BedrockPipe(model, client=bedrock, name=name)
-    if provider == "ollama":
-        import ollama
-
-        return providers.OllamaPipe(model, client=ollama.Client(host=url), name=name)
-    if provider == "openrouter":
-        return providers.OpenRouterPipe(model, base_url=f"{url}/api/v1", api_key=_KEY, name=name)
-    if provider == "gemini":
-        return providers.GeminiPipe(model, base_url=f"{url}/v1beta", api_key=_KEY, name=name)
-    raise ValueError(f"unknown provider {provider!r}; choose from {sorted(DEMO_PROVIDERS)}")
+    spec = by_name(provider)
+    if spec is None or spec.demo is None:
+        raise ValueError(f"unknown provider {provider!r}; choose from {sorted(_demo_providers())}")
+    return spec.demo.build(model, url, name)
 
 
 def run_demo(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
@@ -107,7 +83,7 @@ def run_demo(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
                 return list(pipeline.run(prompt).results)
 
         else:
-            transcript, model = DEMO_PROVIDERS[provider]
+            transcript, model = _demo_providers()[provider]
             server.add(Reply(Transcript.load(transcript), delay=DELAY))
             pipe = build_demo_pipe(provider, model, server.url, name=provider)
             pipe.set_streaming_callback(channel)

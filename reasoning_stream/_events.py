@@ -191,6 +191,31 @@ class ReasoningState:
             f"{'bytes' if isinstance(self.payload, bytes) else 'chars'} hidden>)"
         )
 
+    def may_go_to(self, pipe: object, *, check_endpoint: bool = True) -> bool:
+        """Whether ``pipe`` may receive this state back: the one rule, used everywhere.
+
+        Only the provider and model that made the state take it back, and only at the
+        endpoint that made it (a trailing slash aside); a state with no endpoint recorded is
+        not held to one. ``pipe`` is anything with ``provider``, ``model`` and ``endpoint``
+        attributes. Request builders pass ``check_endpoint=False``: the history they are
+        given was scoped to the endpoint already (a ``Conversation`` does it), and a caller
+        who builds history turns by hand decides where they go.
+
+        >>> state = ReasoningState("anthropic", "claude-x", "signature", "sig")
+        >>> class Target:
+        ...     provider, model, endpoint = "anthropic", "claude-x", None
+        >>> state.may_go_to(Target())
+        True
+        """
+        if self.provider != getattr(pipe, "provider", None):
+            return False
+        if self.model != getattr(pipe, "model", None):
+            return False
+        if self.endpoint is None or not check_endpoint:
+            return True
+        asking = getattr(pipe, "endpoint", None)
+        return asking is not None and self.endpoint.rstrip("/") == str(asking).rstrip("/")
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict; bytes payloads are base64 encoded."""
         is_bytes = isinstance(self.payload, bytes)

@@ -26,9 +26,9 @@ from reasoning_stream._events import (
     ToolCall,
 )
 from reasoning_stream._exceptions import ProviderError, UsageError
+from reasoning_stream._history import HistoryTurn
 from reasoning_stream._messages import INERT_MESSAGE_KEYS, messages_from_prompt
 from reasoning_stream._pipe import PipeResult
-from reasoning_stream.providers._base import HistoryTurn
 from reasoning_stream.testing import ScriptedPipe
 
 CLAUDE = "claude-sonnet-4-6"

@@ -8,6 +8,11 @@ Each pipe takes ``model`` and ``client=`` (the SDK's sync or async client) or ``
     pip install 'reasoning-stream[bedrock]'    # BedrockPipe (boto3)
     pip install 'reasoning-stream[ollama]'     # OllamaPipe
     # OpenRouterPipe and GeminiPipe need only httpx and httpx-sse.
+
+One package per provider API (``openai_chat``, ``openai_responses``, ``openrouter``,
+``anthropic``, ``bedrock``, ``gemini``, ``ollama``), each with ``translate.py`` (wire -> events),
+``request.py`` (history -> request), ``effort.py`` (the effort plan) and, in its
+``__init__.py``, the pipe and its ``ProviderSpec``; ``_spec.py`` is the registry core asks.
 """
 
 from __future__ import annotations
@@ -16,13 +21,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._anthropic import AnthropicPipe
-    from ._bedrock import BedrockPipe
-    from ._gemini import GeminiPipe
-    from ._ollama import OllamaPipe
-    from ._openai_chat import OpenAIChatPipe
-    from ._openai_responses import OpenAIResponsesPipe
-    from ._openrouter import OpenRouterPipe
+    from .anthropic import AnthropicPipe
+    from .bedrock import BedrockPipe
+    from .gemini import GeminiPipe
+    from .ollama import OllamaPipe
+    from .openai_chat import OpenAIChatPipe
+    from .openai_responses import OpenAIResponsesPipe
+    from .openrouter import OpenRouterPipe
 
 __all__ = [
     "AnthropicPipe",
@@ -35,13 +40,13 @@ __all__ = [
 ]
 
 _MODULES = {
-    "AnthropicPipe": "._anthropic",
-    "BedrockPipe": "._bedrock",
-    "GeminiPipe": "._gemini",
-    "OllamaPipe": "._ollama",
-    "OpenAIChatPipe": "._openai_chat",
-    "OpenAIResponsesPipe": "._openai_responses",
-    "OpenRouterPipe": "._openrouter",
+    "AnthropicPipe": ".anthropic",
+    "BedrockPipe": ".bedrock",
+    "GeminiPipe": ".gemini",
+    "OllamaPipe": ".ollama",
+    "OpenAIChatPipe": ".openai_chat",
+    "OpenAIResponsesPipe": ".openai_responses",
+    "OpenRouterPipe": ".openrouter",
 }
 
 

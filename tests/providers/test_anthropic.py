@@ -31,10 +31,10 @@ from reasoning_stream._events import (
     UsageReport,
 )
 from reasoning_stream._exceptions import ProviderError, UsageError
+from reasoning_stream._history import HistoryTurn
 from reasoning_stream._pipe import PipeResult
 from reasoning_stream.providers import AnthropicPipe
-from reasoning_stream.providers._anthropic import AnthropicTranslator
-from reasoning_stream.providers._base import HistoryTurn
+from reasoning_stream.providers.anthropic import AnthropicTranslator
 from reasoning_stream.testing._wire import Transcript, WireServer
 
 OPEN = ReasoningStream.OPEN_TAG

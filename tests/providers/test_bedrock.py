@@ -39,10 +39,10 @@ from reasoning_stream._exceptions import (
     ProviderError,
     UsageError,
 )
+from reasoning_stream._history import HistoryTurn
 from reasoning_stream._pipe import PipeResult
 from reasoning_stream.providers import BedrockPipe
-from reasoning_stream.providers._base import HistoryTurn
-from reasoning_stream.providers._bedrock import (
+from reasoning_stream.providers.bedrock import (
     ConverseStreamTranslator,
     InvokeStreamTranslator,
     TextInvokeTranslator,
@@ -599,7 +599,7 @@ def test_endpoint_and_client_building() -> None:
         assert pipe.endpoint == server.url
         assert pipe.region_name == "eu-west-1"
         pipe.client = None
-        built = pipe._client()
+        built = pipe.sync_client()
         assert built.meta.region_name == "eu-west-1"
         assert built.meta.endpoint_url == server.url
     assert BedrockPipe(CLAUDE, region_name="ap-south-1").endpoint == "ap-south-1"

@@ -26,9 +26,9 @@ from reasoning_stream import (
     UsageError,
     UsageReport,
 )
+from reasoning_stream._history import HistoryTurn
 from reasoning_stream.providers import GeminiPipe
-from reasoning_stream.providers._base import HistoryTurn
-from reasoning_stream.providers._gemini import GeminiTranslator
+from reasoning_stream.providers.gemini import GeminiTranslator
 from reasoning_stream.testing._wire import Reply, Transcript, WireServer
 
 OPEN = ReasoningStream.OPEN_TAG

@@ -25,9 +25,9 @@ from reasoning_stream import (
     UsageError,
     UsageReport,
 )
+from reasoning_stream._history import HistoryTurn
 from reasoning_stream.providers import OllamaPipe
-from reasoning_stream.providers._base import HistoryTurn
-from reasoning_stream.providers._ollama import OllamaTranslator
+from reasoning_stream.providers.ollama import OllamaTranslator
 from reasoning_stream.testing._wire import Reply, Transcript, WireServer
 
 OPEN = ReasoningStream.OPEN_TAG

@@ -29,9 +29,9 @@ from reasoning_stream import (
     UsageError,
     UsageReport,
 )
+from reasoning_stream._history import HistoryTurn
 from reasoning_stream.providers import OpenAIChatPipe
-from reasoning_stream.providers._base import HistoryTurn
-from reasoning_stream.providers._openai_chat import OpenAIChatTranslator, starts_in_reasoning
+from reasoning_stream.providers.openai_chat import OpenAIChatTranslator, starts_in_reasoning
 from reasoning_stream.testing._wire import RecordedRequest, Reply, Transcript, WireServer
 from tests.helpers import coalesce
 

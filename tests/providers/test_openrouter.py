@@ -18,8 +18,9 @@ import pytest
 
 from reasoning_stream import PipeResult, ProviderError, ReasoningStream, ToolCall, Usage, UsageError
 from reasoning_stream._exceptions import MalformedStreamError
+from reasoning_stream._history import HistoryTurn
 from reasoning_stream.providers import OpenRouterPipe
-from reasoning_stream.providers._base import HistoryTurn, retry_after_seconds
+from reasoning_stream.providers._errors import retry_after_seconds
 from reasoning_stream.testing._wire import Reply, Transcript, WireServer
 from tests.providers.test_openai_chat import Served, assert_channel_matches, serve
 

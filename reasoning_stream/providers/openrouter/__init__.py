@@ -4,23 +4,27 @@ OpenRouter streams Chat Completions chunks whose deltas carry ``reasoning`` (tex
 ``reasoning_details`` (structured items: ``reasoning.text``, ``reasoning.summary``,
 ``reasoning.encrypted``), sends ``: OPENROUTER PROCESSING`` comment lines as keep-alives, and
 reports failures after the stream started as a chunk with an ``error`` object. It needs no SDK:
-the lean httpx + httpx-sse transport of :mod:`._openai_chat` reads it. Nothing here re-implements
-the translation; only the configuration differs.
+the lean httpx + httpx-sse transport of the chat pipe reads it. Nothing here re-implements the
+translation or the request; only the configuration (and the effort plan) differs.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import httpx
 
-from .._callbacks import CallbackErrorHandler
-from .._effort import Reasoning
-from ._openai_chat import InlineTags, OpenAIChatPipe
+from ..._conversation import PassbackPolicy
+from ..._pipe import Pipe
+from .._driver import EndpointOptions
+from .._spec import Demo, ProviderSpec
+from ..openai_chat import OpenAIChatPipe
+from ..openai_chat.translate import InlineTags
+from .effort import PLANNER
 
-__all__ = ["OPENROUTER_BASE_URL", "OpenRouterPipe"]
+__all__ = ["OPENROUTER_BASE_URL", "SPEC", "OpenRouterPipe"]
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 """OpenRouter's documented API root."""
@@ -69,43 +73,28 @@ class OpenRouterPipe(OpenAIChatPipe):
         self,
         model: str,
         *,
-        client: httpx.Client | httpx.AsyncClient | None = None,
         http_client: httpx.Client | httpx.AsyncClient | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
         reasoning_options: Mapping[str, Any] | None = None,
         inline_tags: InlineTags = "auto",
         start_in_reasoning: bool | None = None,
         tags: Iterable[str] | None = None,
         include_usage: bool = False,
         send_reasoning_back: bool | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        timeout: float | None = None,
-        name: str | None = None,
-        escape_markers: bool = True,
-        on_callback_error: CallbackErrorHandler | None = None,
-        stream_model_reasoning: bool = True,
-        reasoning: Reasoning = None,
+        **options: Unpack[EndpointOptions],
     ) -> None:
+        options["base_url"] = (
+            options.get("base_url") or os.environ.get("OPENROUTER_BASE_URL") or OPENROUTER_BASE_URL
+        )
         super().__init__(
             model,
-            client=client,
             http_client=http_client,
-            base_url=base_url or os.environ.get("OPENROUTER_BASE_URL") or OPENROUTER_BASE_URL,
-            api_key=api_key,
             transport="httpx",
             inline_tags=inline_tags,
             start_in_reasoning=start_in_reasoning,
             tags=tags,
             include_usage=include_usage,
             send_reasoning_back=send_reasoning_back,
-            extra_body=extra_body,
-            timeout=timeout,
-            name=name,
-            escape_markers=escape_markers,
-            on_callback_error=on_callback_error,
-            stream_model_reasoning=stream_model_reasoning,
-            reasoning=reasoning,
+            **options,
         )
         self.reasoning_options: dict[str, Any] | None = (
             dict(reasoning_options) if reasoning_options is not None else None
@@ -125,3 +114,26 @@ class OpenRouterPipe(OpenAIChatPipe):
         if self.reasoning_options is None:
             return {}
         return {"reasoning": dict(self.reasoning_options)}
+
+
+def _passback(model: str | None) -> PassbackPolicy:
+    # reasoning_details items (signatures and encrypted blocks included) go back in the tool
+    # loop, as received; the readable text would be redundant.
+    return PassbackPolicy(states="tool_loop", kinds=frozenset({"reasoning_details"}))
+
+
+def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
+    return OpenRouterPipe(model, base_url=f"{url}/api/v1", api_key="demo-key-not-secret", name=name)
+
+
+SPEC = ProviderSpec(
+    id="openrouter",
+    name="openrouter",
+    pipe="OpenRouterPipe",
+    extra="all",
+    key_env=("OPENROUTER_API_KEY",),
+    passback=_passback,
+    effort=PLANNER,
+    demo=Demo("openrouter_reasoning", "anthropic/claude-sonnet-4", _demo_pipe),
+)
+"""OpenRouter, through the chat pipe's httpx transport."""

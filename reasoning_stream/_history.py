@@ -1,0 +1,92 @@
+"""History turns: what a provider pipe sends for each message, and what it may send back.
+
+Core, provider-free: a :class:`HistoryTurn` is one message of the history with the opaque state
+and readable reasoning a ``Conversation`` decided may go back with it. Provider packages turn
+these into their native request shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._events import ReasoningState
+from ._exceptions import UsageError
+from ._messages import messages_from_prompt
+
+__all__ = ["HistoryTurn", "history_turns", "tool_call_arguments"]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryTurn:
+    """One message of the history, with what this pipe may send back for it.
+
+    ``message`` is the plain dict with inert keys removed. ``states`` is the opaque reasoning
+    state that this pipe's provider, model and endpoint made for the turn and requires back;
+    ``reasoning`` is the turn's readable reasoning, for hosts that ask for it back
+    (``reasoning_content`` on DeepSeek tool turns). Both are empty unless a ``Conversation``
+    decided the provider needs them.
+    """
+
+    message: Mapping[str, Any]
+    states: tuple[ReasoningState, ...] = ()
+    reasoning: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def history_turns(prompt: Any, pipe: object) -> list[HistoryTurn]:
+    """The turns to send for ``prompt``: a string, a list of messages, or a conversation."""
+    turns_for = getattr(prompt, "turns_for", None)
+    if callable(turns_for):
+        turns: list[HistoryTurn] = turns_for(pipe)
+        return turns
+    return [HistoryTurn(message) for message in messages_from_prompt(prompt)]
+
+
+def tool_call_arguments(arguments: Any, name: str, *, provider_label: str) -> dict[str, Any]:
+    """A history tool call's ``arguments`` as the JSON object a provider wants back.
+
+    OpenAI-style history keeps arguments as JSON text; Anthropic, Gemini and Ollama take an
+    object. A mapping is copied; missing or blank text is ``{}``. Anything else that is not
+    JSON text for an object raises ``UsageError`` naming the tool and ``provider_label``:
+    the history is wrong, and the provider would refuse it.
+
+    >>> tool_call_arguments('{"city": "Paris"}', "weather", provider_label="Gemini")
+    {'city': 'Paris'}
+    >>> tool_call_arguments(" ", "now", provider_label="Gemini")
+    {}
+    """
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return {}
+    # Decoded arguments that are not a mapping (a list, a number) fail like their JSON would.
+    parsed = arguments
+    try:
+        if isinstance(arguments, str | bytes | bytearray):
+            parsed = json.loads(arguments)
+    except ValueError as error:
+        raise UsageError(
+            f"tool call {name!r} in the history: its arguments are not valid JSON, and "
+            f"{provider_label} needs them as a JSON object; fix the tool_calls arguments"
+        ) from error
+    if not isinstance(parsed, dict):
+        kind = _JSON_KINDS.get(type(parsed), f"of type {type(parsed).__name__}")
+        raise UsageError(
+            f"tool call {name!r} in the history: its arguments are {kind}, and "
+            f"{provider_label} needs a JSON object; fix the tool_calls arguments"
+        )
+    return parsed
+
+
+# What json.loads returns, named as JSON names it (for error messages).
+_JSON_KINDS: dict[type, str] = {
+    list: "a JSON array",
+    str: "a JSON string",
+    int: "a JSON number",
+    float: "a JSON number",
+    bool: "a JSON boolean",
+    type(None): "JSON null",
+}

@@ -1,0 +1,367 @@
+"""The one driver of every provider pipe: the sync and async loops, client ownership, close.
+
+A provider package supplies three things to :class:`ProviderPipe`: a translator (wire chunk ->
+events, pure), how to open one response with a client (a :class:`~._transports.Source` or
+:class:`~._transports.AsyncSource`), and how to build and recognise its clients. The loops
+below are the only ones: they feed chunks through the translator, record the response id,
+release held characters (``salvage()``) when a stream breaks, and close the response and any
+client the run built on every exit path, shielded from cancellation.
+
+Clients are given or built, sync or async:
+
+- ``run()`` uses a given sync client, or one the pipe builds once and keeps until
+  :meth:`ProviderPipe.close`; a given async client is a ``UsageError`` saying what to do.
+- ``arun()`` uses a given async client; with only a sync client given it iterates ``run()``'s
+  loop in a worker thread; with none it builds an async client for this run and closes it at
+  the end (its connections belong to the running event loop, asyncio or trio, and the next
+  ``arun()`` may be on another). Pass ``client=`` to keep connections across runs.
+- Pipes whose SDK is sync only (boto3) read in worker threads (``reads_in_threads``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping
+from types import ModuleType
+from typing import Any, ClassVar, Protocol, TypedDict
+
+import anyio
+
+from .._callbacks import CallbackErrorHandler
+from .._effort import Reasoning, ReasoningPlan, merge_params, plan_reasoning, validate_reasoning
+from .._events import Event
+from .._exceptions import ProviderError, UsageError
+from .._history import HistoryTurn, history_turns
+from .._messages import strip_inert_keys
+from .._pipe import Pipe, Prompt
+from ._errors import provider_error, redact_exception_chain
+from ._transports import AsyncSource, Source
+
+__all__ = ["EndpointOptions", "PipeOptions", "ProviderPipe", "Translator", "require"]
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import an optional SDK, or say which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise UsageError(
+            f"this pipe needs the {module!r} package: pip install 'reasoning-stream[{extra}]'"
+        ) from error
+
+
+class Translator(Protocol):
+    """What the driver needs of a provider's translator (see each ``translate.py``)."""
+
+    @property
+    def response_id(self) -> str | None:
+        """The provider's id for the response, once seen."""
+
+    def feed(self, chunk: Any) -> list[Event]:
+        """The events of one chunk."""
+
+    def finish(self) -> list[Event]:
+        """The events the end of a complete stream releases."""
+
+    def salvage(self) -> list[Event]:
+        """What a broken stream still releases (held characters, completed state)."""
+
+
+class PipeOptions(TypedDict, total=False):
+    """Keywords every provider pipe takes (see :class:`ProviderPipe`)."""
+
+    extra_body: Mapping[str, Any] | None
+    timeout: float | None
+    name: str | None
+    escape_markers: bool
+    on_callback_error: CallbackErrorHandler | None
+    stream_model_reasoning: bool
+    reasoning: Reasoning
+
+
+class EndpointOptions(PipeOptions, total=False):
+    """:class:`PipeOptions` plus the client or the endpoint and key to build one."""
+
+    client: Any
+    base_url: str | None
+    api_key: str | None
+
+
+class ProviderPipe(Pipe):
+    """Base of the provider pipes: a model, a client or an endpoint, and request options.
+
+    Args:
+        model: the provider's model id.
+        client: the SDK's sync or async client (see the module docs for which run uses what).
+        base_url: the API root the provider documents, to build a client.
+        api_key: the key for a client the pipe builds (never shown in errors or reprs).
+        extra_body: extra JSON fields merged into the request body.
+        timeout: seconds to wait for the server (connect and between reads).
+        reasoning: one reasoning-effort knob: ``None`` (the provider's default), ``False``,
+            ``True``, ``"low"``, ``"medium"``, ``"high"`` or a token budget (``int``), mapped
+            to the provider's native parameters (see :meth:`reasoning_plan`).
+    """
+
+    provider: str | None = None
+    secret_env: tuple[str, ...] = ()
+    """Environment variables holding this provider's credentials (redacted from errors)."""
+    extra: str = "all"
+    """The package extra that installs this pipe's SDK."""
+    sync_client_hint: ClassVar[str] = "a sync client"
+    """What to pass for ``run()``, named in the error when only an async client was given."""
+    reads_in_threads: ClassVar[bool] = False
+    """The SDK is sync only: ``arun()`` reads the sync client in worker threads."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        name: str | None = None,
+        escape_markers: bool = True,
+        on_callback_error: CallbackErrorHandler | None = None,
+        stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
+    ) -> None:
+        validate_reasoning(reasoning)
+        self.reasoning: Reasoning = reasoning
+        super().__init__(
+            name=name,
+            escape_markers=escape_markers,
+            on_callback_error=on_callback_error,
+            stream_model_reasoning=stream_model_reasoning,
+        )
+        self.model = model
+        self.client = client
+        self.base_url = base_url.rstrip("/") if base_url else None
+        self._api_key = api_key
+        self.extra_body: dict[str, Any] = dict(extra_body or {})
+        self.timeout = timeout
+        self.endpoint = self.base_url
+        if self.endpoint is None and client is not None:
+            root = str(getattr(client, "base_url", None) or "").rstrip("/")
+            self.endpoint = root or None
+        self._built: Any = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, name={self.name!r})"
+
+    # ---------------------------------------------------------------------------- effort
+
+    def reasoning_plan(self) -> ReasoningPlan:
+        """The native parameters (and warnings) ``reasoning=`` becomes for this provider and model.
+
+        Nothing is called: this shows what the next request will carry.
+        """
+        return plan_reasoning(
+            self.provider or "",
+            self.reasoning_model_id(),
+            self.reasoning,
+            max_tokens=self.reasoning_max_tokens(),
+        )
+
+    def reasoning_model_id(self) -> str:
+        """The model id the effort table is keyed on."""
+        return self.model or ""
+
+    def reasoning_max_tokens(self) -> int | None:
+        """The output limit this pipe sends, which budget-based thinking must stay under."""
+        value = getattr(self, "max_tokens", None)
+        return value if isinstance(value, int) else None
+
+    def with_reasoning(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` with the effort plan's parameters deep-merged in (before ``extra_body``)."""
+        if self.reasoning is None:
+            return request
+        return merge_params(request, self.reasoning_plan().params)
+
+    # --------------------------------------------------------------------------- history
+
+    def turns(self, prompt: Prompt | Any) -> list[HistoryTurn]:
+        """The history turns to send for ``prompt``."""
+        return history_turns(prompt, self)
+
+    def messages(self, prompt: Prompt | Any) -> list[dict[str, Any]]:
+        """The plain messages of ``prompt`` (inert keys removed), without any provider state."""
+        return [strip_inert_keys(turn.message) for turn in self.turns(prompt)]
+
+    # ---------------------------------------------------------------------------- clients
+
+    def _client_options(self) -> dict[str, Any]:
+        """Keyword arguments for an SDK client the pipe builds.
+
+        Only what was given of ``base_url``, ``api_key`` and ``timeout``: the SDK's own
+        defaults (and environment variables) stand for the rest, except retries. The SDKs
+        retry 429s and 5xx twice by default, behind the caller's back and after the first
+        attempt's sleep; the pipe's own :meth:`~Pipe.set_retries` is the one retry policy.
+        """
+        options: dict[str, Any] = {"max_retries": 0}
+        if self.base_url is not None:
+            options["base_url"] = self.base_url
+        if self._api_key is not None:
+            options["api_key"] = self._api_key
+        if self.timeout is not None:
+            options["timeout"] = self.timeout
+        return options
+
+    def is_async_client(self, client: Any) -> bool:
+        """Whether ``client`` is the SDK's async client (a provider package says how)."""
+        return False
+
+    def build_client(self, *, asynchronous: bool) -> Any:
+        """A new SDK client from ``base_url``, ``api_key`` and ``timeout``."""
+        raise NotImplementedError
+
+    def close_client(self, client: Any) -> None:
+        """Release a sync client the pipe built."""
+        client.close()
+
+    async def aclose_client(self, client: Any) -> None:
+        """Release an async client the pipe built for one run."""
+        await client.close()
+
+    def sync_client(self) -> Any:
+        """The client ``run()`` uses: the given sync one, or one built once and kept."""
+        given = self.client
+        if given is not None:
+            if self.is_async_client(given):
+                raise UsageError(
+                    f"{self.name} was given an async client: pass {self.sync_client_hint} "
+                    "to use run(), or use `await pipe.arun(...)`"
+                )
+            return given
+        if self._built is None:
+            self._built = self.build_client(asynchronous=False)
+        return self._built
+
+    def _async_client(self) -> tuple[Any, bool] | None:
+        """``(client, built for this run)`` for ``arun()``; ``None``: use a worker thread."""
+        given = self.client
+        if given is not None:
+            return (given, False) if self.is_async_client(given) else None
+        return self.build_client(asynchronous=True), True
+
+    def close(self) -> None:
+        """Release the sync client the pipe built itself; clients passed in stay the caller's."""
+        built, self._built = self._built, None
+        if built is not None:
+            self.close_client(built)
+
+    async def aclose(self) -> None:
+        """Nothing to close: an async client the pipe builds lives for one ``arun()`` only."""
+
+    # ------------------------------------------------------------------ provider hooks
+
+    def translator(self) -> Translator:
+        """A fresh translator for one response."""
+        raise NotImplementedError
+
+    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
+        """Send the request for ``prompt`` with a sync client; the response's chunks."""
+        raise NotImplementedError
+
+    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
+        """Async twin of :meth:`open_stream`."""
+        raise NotImplementedError
+
+    def stream_ended(self, translator: Translator) -> None:
+        """Called once a stream ended, however it ended (server timings, for instance)."""
+
+    # ---------------------------------------------------------------------------- loops
+
+    def iter_events(self, prompt: Prompt) -> Iterator[Event]:
+        """Stream one turn with the sync client, yielding its events."""
+        client = self.sync_client()
+        translator = self.translator()
+        source = self.open_stream(client, prompt)
+        self.set_response_id(source.response_id)
+        try:
+            for chunk in source.chunks:
+                events = translator.feed(chunk)
+                if translator.response_id is not None:
+                    self.set_response_id(translator.response_id)
+                yield from events
+            yield from translator.finish()
+        except Exception:
+            # What the translator still held is part of what was captured before the failure.
+            self.set_response_id(translator.response_id)
+            yield from translator.salvage()
+            raise
+        finally:
+            try:
+                self.stream_ended(translator)
+            finally:
+                source.close()
+
+    async def aiter_events(self, prompt: Prompt) -> AsyncIterator[Event]:
+        """Stream one turn with the async client (a given sync client runs in a thread)."""
+        if self.reads_in_threads:
+            client, owned = self.sync_client(), False
+        else:
+            chosen = self._async_client()
+            if chosen is None:
+                threaded = Pipe.aiter_events(self, prompt)
+                try:
+                    async for event in threaded:
+                        yield event
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await threaded.aclose()  # type: ignore[attr-defined]
+                return
+            client, owned = chosen
+        translator = self.translator()
+        source: AsyncSource | None = None
+        try:
+            source = await self.aopen_stream(client, prompt)
+            self.set_response_id(source.response_id)
+            async for chunk in source.chunks:
+                events = translator.feed(chunk)
+                if translator.response_id is not None:
+                    self.set_response_id(translator.response_id)
+                for event in events:
+                    yield event
+            for event in translator.finish():
+                yield event
+        except Exception:
+            self.set_response_id(translator.response_id)
+            for event in translator.salvage():
+                yield event
+            raise
+        finally:
+            self.stream_ended(translator)
+            with anyio.CancelScope(shield=True):
+                try:
+                    if source is not None:
+                        await source.aclose()
+                finally:
+                    if owned:
+                        await self.aclose_client(client)
+
+    # --------------------------------------------------------------------------- errors
+
+    def secrets(self) -> list[str]:
+        """The credentials this pipe may send: never to appear in an error or a log line."""
+        candidates = [self._api_key, getattr(self.client, "api_key", None)]
+        candidates += [os.environ.get(name) for name in self.secret_env]
+        # Blanking a very short value would mangle ordinary words; real keys are long.
+        return [value for value in candidates if isinstance(value, str) and len(value) >= 8]
+
+    def redact_secrets(self, error: BaseException) -> None:
+        """Blank out this pipe's credentials wherever a server echoed them into ``error``.
+
+        Servers (Google's APIs, some proxies) quote a refused key back in the error body;
+        that text reaches the SDK's exception and ours. The chain (``__cause__`` and
+        ``__context__``) is rewritten in place: its messages, ``message`` and ``body``.
+        """
+        secrets = self.secrets()
+        if secrets:
+            redact_exception_chain(error, secrets)
+
+    def wrap_error(self, error: BaseException) -> ProviderError:
+        """Map an SDK or transport exception to ``ProviderError``."""
+        return provider_error(self.provider or self.name, error)

@@ -1,0 +1,105 @@
+"""What core asks of a provider: one :class:`ProviderSpec` per provider API, and the registry.
+
+Core (the conversation's passback rules, the effort knob, the CLI and the demo) names no
+provider. It asks this registry, at call time, for the spec of a pipe's ``provider`` id or of a
+``--provider`` choice. Each provider package's ``__init__.py`` defines its ``SPEC``; the
+registry below lists the packages, one line per provider, in the order tables show them.
+Importing this module imports no provider package; :func:`spec` imports one when asked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._conversation import PassbackPolicy
+    from .._effort import EffortPlanner
+    from .._pipe import Pipe
+
+__all__ = ["Demo", "ProviderSpec", "by_name", "provider_ids", "spec", "specs"]
+
+# provider id -> package under reasoning_stream.providers: one line per provider.
+_REGISTRY: dict[str, str] = {
+    "openai-chat": "openai_chat",
+    "openai-responses": "openai_responses",
+    "openrouter": "openrouter",
+    "anthropic": "anthropic",
+    "bedrock": "bedrock",
+    "gemini": "gemini",
+    "ollama": "ollama",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Demo:
+    """What ``reasoning-stream demo --provider NAME`` replays, and how it points a pipe at it.
+
+    ``build(model, url, name)`` returns the provider's pipe with its official client (or
+    httpx) talking to the local ``WireServer`` at ``url``.
+    """
+
+    transcript: str
+    model: str
+    build: Callable[[str, str, str | None], Pipe]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    """Everything core needs to know about one provider API.
+
+    Attributes:
+        id: the pipes' ``provider`` attribute (``"openai-chat"``); scopes opaque state.
+        name: the command line's ``--provider`` choice (``"openai"``).
+        pipe: the class name ``reasoning_stream.providers`` exports.
+        extra: the package extra that installs its SDK.
+        key_env: environment variables holding its key, in the order they are read.
+        base_url_env: the environment variable naming its API root, if it has one.
+        key_needed: whether a request needs a key (Bedrock and Ollama do without).
+        passback: ``model -> PassbackPolicy``: what earlier assistant turns must carry back.
+        effort: its reasoning-effort planner (see ``_effort``).
+        demo: the bundled replay for ``reasoning-stream demo``.
+    """
+
+    id: str
+    name: str
+    pipe: str
+    extra: str
+    effort: EffortPlanner
+    passback: Callable[[str | None], PassbackPolicy]
+    key_env: tuple[str, ...] = ()
+    base_url_env: str | None = None
+    key_needed: bool = True
+    demo: Demo | None = None
+
+    def pipe_class(self) -> Any:
+        """The pipe class (imported on demand)."""
+        from . import __getattr__ as exported
+
+        return exported(self.pipe)
+
+
+def provider_ids() -> tuple[str, ...]:
+    """Every provider id the registry knows, in table order."""
+    return tuple(_REGISTRY)
+
+
+def spec(provider_id: str | None) -> ProviderSpec | None:
+    """The spec of the provider ``provider_id`` (a pipe's ``provider``); ``None`` if unknown."""
+    package = _REGISTRY.get(provider_id or "")
+    if package is None:
+        return None
+    found: ProviderSpec = importlib.import_module(f".{package}", __package__).SPEC
+    return found
+
+
+def specs() -> list[ProviderSpec]:
+    """Every provider's spec, in table order."""
+    return [found for found in map(spec, _REGISTRY) if found is not None]
+
+
+def by_name(name: str) -> ProviderSpec | None:
+    """The spec whose command-line ``name`` is ``name``; ``None`` if none is."""
+    return next((found for found in specs() if found.name == name), None)

@@ -1,0 +1,374 @@
+"""How chunks reach a provider pipe: the SDK stream, httpx + httpx-sse, NDJSON, boto3.
+
+Every transport opens one response and hands the driver a :class:`Source` (sync) or an
+:class:`AsyncSource`: the chunks, a way to release the response on every exit path, and the
+id the transport learned before the first chunk (Bedrock's request id). The driver
+(:mod:`._driver`) owns the loops; translators own the meaning of the chunks.
+
+- :func:`sdk_source` / :func:`asdk_source`: an official SDK's stream object (openai,
+  anthropic), closed completely, generators included.
+- :func:`iter_sse_json` / :func:`aiter_sse_json`: POST a JSON body with httpx, read the
+  ``text/event-stream`` reply with httpx-sse, decode each ``data:`` with ``json.loads``, stop at
+  ``[DONE]``. No SDK model objects (the lean transport of OpenAI-compatible servers, Gemini).
+- :func:`ndjson_source` / :func:`andjson_source`: a newline-delimited JSON stream as the
+  ``ollama`` SDK's generator decodes it.
+- :func:`event_stream_source` / :func:`aevent_stream_source`: a boto3 ``EventStream``; boto3
+  is sync only, so the async twin reads it in worker threads and can interrupt a blocked read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+import httpx_sse
+
+from .._exceptions import MalformedStreamError, ProviderError
+from ._errors import build_error, http_error
+
+__all__ = [
+    "AsyncSource",
+    "Source",
+    "aevent_stream_source",
+    "aiter_sse_json",
+    "andjson_source",
+    "asdk_source",
+    "event_stream_source",
+    "iter_sse_json",
+    "ndjson_source",
+    "sdk_source",
+]
+
+_DONE = "[DONE]"
+_DRAIN_SECONDS = 0.1
+# How long closing a boto3 stream waits for a read in flight after the socket was shut down.
+_CLOSE_WAIT_SECONDS = 5.0
+
+
+@dataclass(slots=True)
+class Source:
+    """The chunks of one response, and how to release it (called once, on every exit)."""
+
+    chunks: Iterable[Any]
+    close: Callable[[], None]
+    response_id: str | None = None
+
+
+@dataclass(slots=True)
+class AsyncSource:
+    """Async twin of :class:`Source`."""
+
+    chunks: AsyncIterable[Any]
+    aclose: Callable[[], Awaitable[None]]
+    response_id: str | None = None
+
+
+# ------------------------------------------------------------------------------ SDK streams
+
+
+def sdk_source(stream: Any) -> Source:
+    """An SDK's sync ``Stream`` (openai, anthropic): iterate it, ``close()`` it."""
+    return Source(stream, stream.close)
+
+
+def asdk_source(stream: Any) -> AsyncSource:
+    """An SDK's ``AsyncStream``, closed completely: our iterator, its generator, the response.
+
+    ``stream.close()`` releases the response but leaves the async generators behind the stream
+    suspended when the run ended early; the garbage collector would finalise them later, on
+    whatever event loop runs then (trio reports it as a ResourceWarning).
+    """
+    iterator = aiter(stream)
+
+    async def aclose() -> None:
+        try:
+            for generator in (iterator, getattr(stream, "_iterator", None)):
+                close = getattr(generator, "aclose", None)
+                if close is not None:
+                    await close()
+        finally:
+            await stream.close()
+
+    return AsyncSource(iterator, aclose)
+
+
+# ------------------------------------------------------------------------------- NDJSON
+
+
+def ndjson_source(stream: Iterator[Any]) -> Source:
+    """The ``ollama`` SDK's NDJSON generator (lazy: the request goes out on the first read)."""
+    close = getattr(stream, "close", None)
+    return Source(stream, close if callable(close) else _nothing)
+
+
+def andjson_source(stream: AsyncIterator[Any]) -> AsyncSource:
+    """Async twin of :func:`ndjson_source`."""
+    aclose = getattr(stream, "aclose", None)
+    return AsyncSource(stream, aclose if callable(aclose) else _anothing)
+
+
+def _nothing() -> None:
+    return None
+
+
+async def _anothing() -> None:
+    return None
+
+
+# ------------------------------------------------------------------------- httpx + SSE
+
+StatusError = Callable[[str, httpx.Response], ProviderError]
+"""``(provider, response with its body read) -> the error to raise`` for an HTTP error."""
+Decode = Callable[[str, str], Any]
+"""``(provider, data) -> the decoded chunk``; raises ``MalformedStreamError``."""
+
+
+def decode_json(provider: str, data: str) -> Any:
+    """One ``data:`` payload as JSON, or a ``MalformedStreamError`` that does not quote it."""
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as error:
+        # The payload itself stays out of the message: it may hold opaque reasoning state.
+        raise build_error(
+            provider,
+            f"a stream event is not valid JSON ({error.msg} at character {error.pos} of "
+            f"{len(data)}); the server does not speak the expected SSE format",
+            malformed=True,
+        ) from error
+
+
+def iter_sse_json(
+    client: httpx.Client,
+    url: str,
+    *,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    provider: str,
+    status_error: StatusError = http_error,
+    decode: Decode = decode_json,
+) -> Iterator[Any]:
+    """POST ``body`` to ``url`` and yield each SSE ``data:`` payload, decoded.
+
+    Comment lines (OpenRouter's ``: OPENROUTER PROCESSING`` keep-alives) and events without
+    data are skipped; ``[DONE]`` ends the stream. Closing the generator closes the response.
+
+    >>> with httpx.Client() as client:  # doctest: +SKIP
+    ...     for chunk in iter_sse_json(client, url, body=body, headers={}, provider="x"):
+    ...         print(chunk["choices"])
+    """
+    with httpx_sse.connect_sse(client, "POST", url, json=body, headers=dict(headers)) as source:
+        response = source.response
+        if response.status_code >= 400:
+            response.read()
+            raise status_error(provider, response)
+        try:
+            for event in source.iter_sse():
+                data = event.data
+                if not data:
+                    continue
+                if data.startswith(_DONE):
+                    return
+                yield decode(provider, data)
+        except httpx_sse.SSEError as error:
+            raise _not_a_stream(provider, error) from error
+
+
+async def aiter_sse_json(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    provider: str,
+    status_error: StatusError = http_error,
+    decode: Decode = decode_json,
+) -> AsyncIterator[Any]:
+    """Async twin of :func:`iter_sse_json`."""
+    async with httpx_sse.aconnect_sse(
+        client, "POST", url, json=body, headers=dict(headers)
+    ) as source:
+        response = source.response
+        if response.status_code >= 400:
+            await response.aread()
+            raise status_error(provider, response)
+        events = source.aiter_sse()
+        try:
+            async for event in events:
+                data = event.data
+                if not data:
+                    continue
+                if data.startswith(_DONE):
+                    await _drain(events)
+                    return
+                yield decode(provider, data)
+        except httpx_sse.SSEError as error:
+            raise _not_a_stream(provider, error) from error
+        finally:
+            await events.aclose()
+
+
+def sse_source(stream: Iterator[Any]) -> Source:
+    """A :func:`iter_sse_json` generator as a :class:`Source`."""
+    return Source(stream, stream.close)  # type: ignore[attr-defined]
+
+
+def asse_source(stream: AsyncIterator[Any]) -> AsyncSource:
+    """An :func:`aiter_sse_json` generator as an :class:`AsyncSource`."""
+    return AsyncSource(stream, stream.aclose)  # type: ignore[attr-defined]
+
+
+async def _drain(events: AsyncIterator[Any]) -> None:
+    """Read what follows ``[DONE]`` (normally just the end of the body), briefly.
+
+    A fully read body lets httpx keep the connection for the next request, and lets the
+    reader's own async generators finish instead of being collected half-way (which trio
+    reports as a ResourceWarning). A server that lingers past the bound is simply closed.
+    """
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        try:
+            async for _ in events:
+                pass
+        except (httpx.HTTPError, httpx_sse.SSEError):
+            # The answer is complete; a broken tail must not turn it into a failure.
+            pass
+
+
+def _not_a_stream(provider: str, error: Exception) -> MalformedStreamError:
+    made = build_error(
+        provider,
+        f"the reply is not an event stream ({error}); check base_url points at the API root "
+        "and that the server supports streaming",
+        malformed=True,
+    )
+    assert isinstance(made, MalformedStreamError)
+    return made
+
+
+# ------------------------------------------------------------------- boto3 event streams
+
+
+def event_stream_source(stream: Any, request_id: str | None) -> Source:
+    """A boto3 ``EventStream`` read in this thread; closed quietly on every exit."""
+    return Source(stream, lambda: _close_stream(stream), request_id)
+
+
+async def aevent_stream_source(open_stream: Callable[[], tuple[Any, str | None]]) -> AsyncSource:
+    """Open and read a boto3 ``EventStream`` in worker threads.
+
+    ``open_stream`` sends the request and returns ``(stream, request_id)``; it blocks until
+    the headers, so it runs in a thread too. A cancelled wait for the headers still lets the
+    thread finish opening; what it opened is closed instead of leaking its connection. When
+    the run is cancelled mid-read, the socket's read side is shut down so the thread returns
+    at once, then the stream is closed.
+    """
+    holder: list[Any] = []
+
+    def opened() -> tuple[Any, str | None]:
+        stream, request_id = open_stream()
+        holder.append(stream)
+        return stream, request_id
+
+    try:
+        stream, request_id = await anyio.to_thread.run_sync(opened)
+    except BaseException:
+        if holder:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_close_stream, holder[0])
+        raise
+    reader = _Reader(stream)
+
+    async def chunks() -> AsyncGenerator[Any, None]:
+        while True:
+            item = await anyio.to_thread.run_sync(reader.next, abandon_on_cancel=True)
+            if item is _Reader.END:
+                return
+            if isinstance(item, _Failure):
+                raise item.error
+            yield item
+
+    generator = chunks()
+
+    async def aclose() -> None:
+        reader.interrupt()
+        try:
+            await generator.aclose()
+        finally:
+            await anyio.to_thread.run_sync(reader.close)
+
+    return AsyncSource(generator, aclose, request_id)
+
+
+class _Reader:
+    """Reads a boto3 EventStream one event at a time from worker threads, closable from any.
+
+    ``interrupt()`` shuts the socket's read side down so a read blocked in another thread
+    returns at once; ``close()`` waits for that read to finish before closing the stream, so
+    the generator is never closed while it runs.
+    """
+
+    END = object()
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._iterator: Iterator[Any] = iter(stream)
+        self._lock = threading.Lock()
+        self.reading = False
+
+    def next(self) -> Any:
+        with self._lock:
+            self.reading = True
+            try:
+                return next(self._iterator, self.END)
+            except BaseException as error:  # handed to the event loop, never lost in a thread
+                return _Failure(error)
+            finally:
+                self.reading = False
+
+    def interrupt(self) -> None:
+        if self.reading:
+            _shutdown_read(self._stream)
+
+    def close(self) -> None:
+        acquired = self._lock.acquire(timeout=_CLOSE_WAIT_SECONDS)
+        try:
+            _close_stream(self._stream)
+        finally:
+            if acquired:
+                self._lock.release()
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    error: BaseException
+
+
+def _shutdown_read(stream: Any) -> None:
+    """Wake a read blocked on the stream's socket (urllib3's ``HTTPResponse.shutdown``)."""
+    # botocore's EventStream keeps the urllib3 response privately; reach it defensively.
+    raw = getattr(stream, "_raw_stream", None)
+    shutdown = getattr(raw, "shutdown", None)
+    if callable(shutdown):
+        with contextlib.suppress(Exception):
+            shutdown()
+
+
+def _close_stream(stream: Any) -> None:
+    close = getattr(stream, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()

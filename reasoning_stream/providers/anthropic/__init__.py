@@ -1,0 +1,210 @@
+"""The Anthropic Messages API: extended thinking, signatures and redacted thinking.
+
+:class:`AnthropicPipe` builds the request (:mod:`.request`: thinking blocks back at the head of
+their assistant turn), opens the stream with the official ``anthropic`` SDK, and the shared
+driver feeds the raw events through an :class:`~.translate.AnthropicTranslator`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any, ClassVar, Unpack
+
+from ..._conversation import PassbackPolicy
+from ..._exceptions import ProviderError, UsageError
+from ..._pipe import Pipe, Prompt
+from .._driver import EndpointOptions, ProviderPipe, require
+from .._errors import provider_error
+from .._spec import Demo, ProviderSpec
+from .._transports import AsyncSource, Source, asdk_source, sdk_source
+from .effort import PLANNER
+from .request import convert_turns
+from .translate import PROVIDER, AnthropicTranslator, error_details, stream_error
+
+__all__ = ["DEFAULT_MAX_TOKENS", "SPEC", "AnthropicPipe", "AnthropicTranslator"]
+
+DEFAULT_MAX_TOKENS = 4096
+"""Room for the answer when the pipe is not given ``max_tokens`` (a thinking budget is added)."""
+
+# SDK keyword arguments that name no body field, and therefore cannot go in `extra_body`.
+_NAMED_ARGUMENTS = ("model", "max_tokens", "messages")
+
+
+class AnthropicPipe(ProviderPipe):
+    """Streams the Anthropic Messages API, extended thinking included, into the channel.
+
+    Thinking deltas become reasoning (each thinking block its own segment), text deltas
+    become the answer, ``tool_use`` blocks become tool calls. Signatures and redacted
+    thinking never reach the channel: they land on ``result.reasoning_state`` and are sent
+    back, unchanged and in order, at the head of the assistant turn they came with when a
+    conversation continues through this pipe.
+
+    Args:
+        model: the model id (``"claude-sonnet-4-6"``).
+        client: an ``anthropic.Anthropic`` (for ``run()``) or ``anthropic.AsyncAnthropic``
+            (for ``arun()``); without one the pipe builds them from ``base_url``/``api_key``.
+        base_url: the API root, ``https://api.anthropic.com`` (the SDK adds ``/v1/messages``).
+        max_tokens: the output limit, thinking included; default 4096, plus the thinking
+            budget when there is one, so the answer keeps 4096 tokens of room. A value at or
+            below the budget raises ``UsageError``.
+        thinking: the ``thinking`` request field, e.g. ``{"type": "enabled",
+            "budget_tokens": 2048}`` or ``{"type": "adaptive"}``; omitted when ``None``.
+
+    Example::
+
+        pipe = AnthropicPipe("claude-sonnet-4-6", api_key="...",
+                             thinking={"type": "enabled", "budget_tokens": 2048})
+        pipe.set_streaming_callback(print)
+        result = pipe.run("Why is the sky blue?")
+        result.model_reasoning, result.text, result.reasoning_state
+    """
+
+    provider = PROVIDER
+    sync_client_hint: ClassVar[str] = "anthropic.Anthropic(...) as client="
+    secret_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    extra = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_tokens: int | None = None,
+        thinking: Mapping[str, Any] | None = None,
+        **options: Unpack[EndpointOptions],
+    ) -> None:
+        super().__init__(model, **options)
+        if max_tokens is not None and max_tokens < 1:
+            raise UsageError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
+        self.max_tokens = max_tokens
+        if thinking is not None and self.reasoning is not None:
+            raise UsageError("give either thinking= (the raw config) or reasoning=, not both")
+        self.thinking: dict[str, Any] | None = dict(thinking) if thinking is not None else None
+
+    # ------------------------------------------------------------------------- requests
+
+    def build_request(self, prompt: Prompt | Any) -> dict[str, Any]:
+        """The JSON body of the ``POST /v1/messages`` call, without ``stream``.
+
+        System messages become the top-level ``system``; assistant ``tool_calls`` become
+        ``tool_use`` blocks; tool messages become ``tool_result`` blocks in one user turn;
+        a turn's reasoning states go back as its leading thinking and redacted blocks.
+        ``extra_body`` is merged in last, so it can override anything.
+
+        >>> AnthropicPipe("claude-x").build_request("hi")
+        {'model': 'claude-x', 'max_tokens': 4096, 'messages': [{'role': 'user', 'content': 'hi'}]}
+        """
+        system, messages = convert_turns(self.turns(prompt))
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self._resolved_max_tokens(),
+            "messages": messages,
+        }
+        if system:
+            body["system"] = (
+                system[0] if len(system) == 1 else [{"type": "text", "text": s} for s in system]
+            )
+        if self.thinking is not None:
+            body["thinking"] = dict(self.thinking)
+        body = self.with_reasoning(body)
+        body.update(self.extra_body)
+        return body
+
+    def _resolved_max_tokens(self) -> int:
+        budget = (self.thinking or {}).get("budget_tokens")
+        if not isinstance(budget, int):
+            return self.max_tokens or DEFAULT_MAX_TOKENS
+        if self.max_tokens is None:
+            return budget + DEFAULT_MAX_TOKENS
+        if self.max_tokens <= budget:
+            raise UsageError(
+                f"max_tokens ({self.max_tokens}) must be above the thinking budget "
+                f"({budget}): thinking counts toward max_tokens; raise max_tokens or lower "
+                "budget_tokens"
+            )
+        return self.max_tokens
+
+    def _create_arguments(self, prompt: Prompt | Any) -> dict[str, Any]:
+        body = self.build_request(prompt)
+        arguments: dict[str, Any] = {name: body.pop(name) for name in _NAMED_ARGUMENTS}
+        arguments["stream"] = True
+        # Every other field rides in extra_body, so fields this SDK version does not name
+        # (or names differently) still reach the server exactly as built.
+        if body:
+            arguments["extra_body"] = body
+        if self.timeout is not None:
+            arguments["timeout"] = self.timeout
+        return arguments
+
+    # -------------------------------------------------------------------------- clients
+
+    def is_async_client(self, client: Any) -> bool:
+        """The SDK's async clients (``AsyncAnthropic``, ``AsyncAnthropicBedrock``, ...)."""
+        # They share no public base class, but every one of them has a coroutine close().
+        return inspect.iscoroutinefunction(getattr(client, "close", None))
+
+    def build_client(self, *, asynchronous: bool) -> Any:
+        """``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` from the pipe's options."""
+        anthropic = require("anthropic", self.extra)
+        cls = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
+        return cls(**self._client_options())
+
+    def translator(self) -> AnthropicTranslator:
+        """A fresh translator for one message."""
+        return AnthropicTranslator(
+            provider=self.provider or PROVIDER, model=self.model or "", endpoint=self.endpoint
+        )
+
+    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
+        """``messages.create(stream=True)`` with the sync client."""
+        return sdk_source(client.messages.create(**self._create_arguments(prompt)))
+
+    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
+        """``messages.create(stream=True)`` with the async client."""
+        return asdk_source(await client.messages.create(**self._create_arguments(prompt)))
+
+    # --------------------------------------------------------------------------- errors
+
+    def wrap_error(self, error: BaseException) -> ProviderError:
+        """Map the SDK's exceptions to ``ProviderError``.
+
+        An ``event: error`` mid-stream reaches us as the SDK's ``APIStatusError`` on a
+        response whose status was 200; it is reported with the status Anthropic documents
+        for its error type (``overloaded_error`` is 529). HTTP errors keep their status,
+        ``retry-after`` and body; transport failures (a cut stream) keep their type.
+        """
+        if isinstance(error, ProviderError):
+            return error
+        status = getattr(error, "status_code", None)
+        body = getattr(error, "body", None)
+        error_type, message = error_details(body)
+        if isinstance(status, int) and status < 400 and error_type is not None:
+            return stream_error(body, provider=self.provider or PROVIDER)
+        what = f"{error_type}: {message}" if error_type and message else None
+        return provider_error(self.provider or self.name, error, what=what)
+
+
+def _passback(model: str | None) -> PassbackPolicy:
+    # Signed thinking must open each assistant turn of an unfinished tool loop; once a user
+    # turn follows, the API ignores (and bills) older blocks.
+    return PassbackPolicy(states="tool_loop")
+
+
+def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
+    anthropic = require("anthropic", "anthropic")
+    client = anthropic.Anthropic(base_url=url, api_key="demo-key-not-secret", max_retries=0)
+    return AnthropicPipe(model, client=client, name=name)
+
+
+SPEC = ProviderSpec(
+    id="anthropic",
+    name="anthropic",
+    pipe="AnthropicPipe",
+    extra="anthropic",
+    key_env=("ANTHROPIC_API_KEY",),
+    base_url_env="ANTHROPIC_BASE_URL",
+    passback=_passback,
+    effort=PLANNER,
+    demo=Demo("anthropic_thinking", "claude-sonnet-4-6", _demo_pipe),
+)
+"""The Anthropic Messages API."""

@@ -1,0 +1,161 @@
+"""The effort plan of Claude: budgets, adaptive thinking and effort levels, by model version."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from ..._effort import (
+    ALLOWED,
+    Ask,
+    Draft,
+    EffortPlanner,
+    EffortRow,
+    ReasoningLevel,
+    cannot_reason,
+)
+
+_ANTHROPIC_BUDGETS: dict[ReasoningLevel, int] = {"low": 2048, "medium": 8000, "high": 16000}
+_ANTHROPIC_MIN_BUDGET = 1024
+_ANSWER_ROOM = 4096
+"""Tokens left for the answer above a thinking budget when ``max_tokens`` must be raised."""
+
+
+ClaudeStyle: TypeAlias = Literal["none", "budget", "adaptive", "adaptive-only"]
+
+_CLAUDE_VERSION = re.compile(
+    r"claude-(?:(?P<name>[a-z]+)-)?v?(?P<major>\d+)(?:[.-](?P<minor>\d)(?!\d))?"
+    r"(?:-(?P<after>[a-z]+))?"
+)
+_ADAPTIVE_ONLY_NAMES = frozenset({"mythos", "fable"})
+
+
+def claude_style(model: str) -> ClaudeStyle:
+    """Which thinking API a Claude model id takes, from the version in its name.
+
+    Before 3.7 there is no extended thinking; 3.7 to 4.5 take a token budget; 4.6 adds adaptive
+    thinking with an effort level (budgets deprecated); 4.7 and later, Mythos and Fable take
+    adaptive thinking only. A date suffix is not a minor version (``claude-sonnet-4-20250514``
+    is 4.0). Ids without a version get the budget API, the one most models accept.
+    """
+    name = model.lower()
+    match = _CLAUDE_VERSION.search(name)
+    if match is None:
+        return "adaptive-only" if any(n in name for n in _ADAPTIVE_ONLY_NAMES) else "budget"
+    if {match["name"], match["after"]} & _ADAPTIVE_ONLY_NAMES:
+        return "adaptive-only"
+    version = (int(match["major"]), int(match["minor"] or 0))
+    if version < (3, 7):
+        return "none"
+    if version < (4, 6):
+        return "budget"
+    if version == (4, 6):
+        return "adaptive"
+    return "adaptive-only"
+
+
+@dataclass(slots=True)
+class ClaudeThinking:
+    fields: dict[str, Any]
+    max_tokens: int | None
+    notes: list[str]
+
+
+def claude_thinking(
+    ask: Ask, style: ClaudeStyle, max_tokens: int | None, where: str
+) -> ClaudeThinking:
+    if ask.kind == "off":
+        if style == "adaptive-only":
+            return ClaudeThinking(
+                {},
+                None,
+                [
+                    f"{where} has no 'disabled' thinking type; no thinking field was sent, "
+                    "which leaves extended thinking off"
+                ],
+            )
+        return ClaudeThinking({"thinking": {"type": "disabled"}}, None, [])
+    notes: list[str] = []
+    fields: dict[str, Any] = {}
+    budget: int | None = None
+    if ask.kind == "budget":
+        if ask.budget < _ANTHROPIC_MIN_BUDGET:
+            raise ValueError(
+                f"reasoning={ask.budget}: Claude thinking budgets start at "
+                f"{_ANTHROPIC_MIN_BUDGET} tokens for {where}; {ALLOWED}"
+            )
+        if style == "adaptive-only":
+            fields = {"thinking": {"type": "adaptive"}, "output_config": {"effort": ask.level}}
+            notes.append(
+                f"{where} takes effort levels, not token budgets: a budget of {ask.budget} "
+                f"tokens was sent as effort {ask.level!r}"
+            )
+        else:
+            budget = ask.budget
+            if style == "adaptive":
+                notes.append(
+                    f"{where} deprecates budget_tokens; a level ('low', 'medium', 'high') "
+                    "uses adaptive thinking instead"
+                )
+    elif style in ("adaptive", "adaptive-only"):
+        fields = {"thinking": {"type": "adaptive"}}
+        if ask.kind == "level":
+            fields["output_config"] = {"effort": ask.level}
+    else:
+        budget = _ANTHROPIC_BUDGETS[ask.level]
+    limit: int | None = None
+    if budget is not None:
+        fields = {"thinking": {"type": "enabled", "budget_tokens": budget}}
+        # Thinking counts toward max_tokens, so the limit must leave room for the answer.
+        if max_tokens is not None and max_tokens > budget:
+            limit = max_tokens
+        else:
+            limit = budget + _ANSWER_ROOM
+            if max_tokens is not None:
+                notes.append(
+                    f"max_tokens={max_tokens} leaves no room above the thinking budget of "
+                    f"{budget} tokens; raised to {limit}"
+                )
+    notes.append(
+        "thinking is on: Claude rejects a changed temperature or top_k with it (top_p only "
+        "from 0.95 to 1), so leave them unset"
+    )
+    return ClaudeThinking(fields, limit, notes)
+
+
+def _plan_anthropic(model: str, ask: Ask, max_tokens: int | None, where: str) -> Draft:
+    style = claude_style(model)
+    if style == "none":
+        return cannot_reason()
+    thinking = claude_thinking(ask, style, max_tokens, where)
+    params = dict(thinking.fields)
+    if thinking.max_tokens is not None:
+        params["max_tokens"] = thinking.max_tokens
+    return Draft(params, thinking.notes)
+
+
+PLANNER = EffortPlanner(
+    _plan_anthropic,
+    rows=(
+        EffortRow(
+            "claude-3-7 to 4.5 (sonnet-4, opus-4, opus-4-1, sonnet-4-5, haiku-4-5, opus-4-5), "
+            "unknown ids",
+            "claude-sonnet-4-5",
+        ),
+        EffortRow("4.6 (opus-4-6, sonnet-4-6)", "claude-sonnet-4-6"),
+        EffortRow("opus-4-7 and later, mythos, fable", "claude-opus-4-7"),
+        EffortRow(
+            "claude-3-5, claude-3 opus/sonnet/haiku, claude-2, claude-instant",
+            "claude-3-5-sonnet-20241022",
+        ),
+    ),
+    notes=(
+        "Anthropic budgets (and Claude on Bedrock): `max_tokens` must exceed the budget, "
+        "because thinking counts toward it. The plan sends the given `max_tokens` when it is "
+        "above the budget, otherwise budget + 4096 (with a warning when a given value was too "
+        "small). With thinking on, Anthropic rejects a changed `temperature` or `top_k`; every "
+        "such plan says so in its warnings.",
+    ),
+)
+"""Claude's effort plan on the Messages API."""

@@ -1,0 +1,164 @@
+"""History turns into an Anthropic Messages request, thinking blocks included.
+
+A turn's reasoning states go back as ``{"type": "thinking", "thinking": ..., "signature": ...}``
+and ``{"type": "redacted_thinking", "data": ...}`` blocks at the head of the assistant turn they
+belong to, which is what the API requires when a tool-use turn is continued with thinking on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..._events import ReasoningState
+from ..._history import HistoryTurn, tool_call_arguments
+from .translate import PROVIDER, field_of, text_of
+
+__all__ = ["convert_turns"]
+
+
+def _image_block(url: str) -> dict[str, Any]:
+    if url.startswith("data:") and ";base64," in url:
+        media_type, data = url[len("data:") :].split(";base64,", 1)
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _content_blocks(content: Any) -> list[Any]:
+    """OpenAI-style content as Anthropic content blocks; native blocks pass through."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks: list[Any] = []
+    for part in content:
+        part_type = field_of(part, "type")
+        if isinstance(part, str):
+            blocks.append({"type": "text", "text": part})
+        elif part_type == "text":
+            blocks.append({"type": "text", "text": text_of(field_of(part, "text"))})
+        elif part_type == "image_url":
+            image = field_of(part, "image_url")
+            url = image if isinstance(image, str) else text_of(field_of(image, "url"))
+            blocks.append(_image_block(url))
+        else:
+            blocks.append(part)
+    return blocks
+
+
+def _native_content(content: Any) -> Any:
+    """A message's content for Anthropic: a string stays a string, parts become blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return _content_blocks(content)
+
+
+def _tool_use_block(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = field_of(call, "function") or {}
+    name = text_of(field_of(function, "name"))
+    tool_input = tool_call_arguments(
+        field_of(function, "arguments"), name, provider_label="Anthropic"
+    )
+    return {
+        "type": "tool_use",
+        "id": text_of(field_of(call, "id")),
+        "name": name,
+        "input": tool_input,
+    }
+
+
+def _state_block(
+    state: ReasoningState, provider: str, marks: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The content block a state stands for, as it came from the API; ``None`` if foreign."""
+    if state.provider != provider:
+        return None
+    # A state without a mark is kept: only one marked for another API is foreign.
+    if any(state.extra.get(key, value) != value for key, value in marks.items()):
+        return None
+    payload = state.payload.decode("utf-8") if isinstance(state.payload, bytes) else state.payload
+    if state.kind == "signature":
+        thinking = state.extra.get("thinking", "")
+        return {"type": "thinking", "thinking": thinking, "signature": payload}
+    if state.kind == "redacted":
+        return {"type": "redacted_thinking", "data": payload}
+    return None
+
+
+def _assistant_message(
+    turn: HistoryTurn, provider: str, marks: Mapping[str, Any]
+) -> dict[str, Any]:
+    message = turn.message
+    state_blocks = [
+        block
+        for block in (_state_block(state, provider, marks) for state in turn.states)
+        if block is not None
+    ]
+    calls = field_of(message, "tool_calls") or []
+    content = field_of(message, "content")
+    if not state_blocks and not calls:
+        return {"role": "assistant", "content": _native_content(content)}
+    # Thinking goes first: the API checks that a continued tool-use turn starts with the
+    # thinking blocks it signed, unchanged and in their order.
+    blocks: list[Any] = [*state_blocks, *_content_blocks(content)]
+    blocks.extend(_tool_use_block(call) for call in calls)
+    return {"role": "assistant", "content": blocks}
+
+
+def _tool_result_block(message: Mapping[str, Any]) -> dict[str, Any]:
+    content = field_of(message, "content")
+    return {
+        "type": "tool_result",
+        "tool_use_id": text_of(field_of(message, "tool_call_id")),
+        "content": content if isinstance(content, str) else _content_blocks(content),
+    }
+
+
+def convert_turns(
+    turns: Sequence[HistoryTurn],
+    *,
+    provider: str = PROVIDER,
+    state_extra: Mapping[str, Any] | None = None,
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(system texts, messages)`` in Anthropic's shape from canonical history turns.
+
+    An assistant turn's states go back when ``provider`` made them and their ``extra`` does
+    not contradict ``state_extra`` (the marks an ``AnthropicTranslator`` configured alike puts
+    on the states it makes), so Bedrock's Invoke states never reach another API.
+    """
+    marks = state_extra or {}
+    system: list[str] = []
+    messages: list[dict[str, Any]] = []
+    # The content list of the user message collecting tool results, while tool messages follow
+    # each other: Anthropic wants all results of one tool-use turn in a single user message.
+    results: list[Any] | None = None
+    for turn in turns:
+        message = turn.message
+        role = field_of(message, "role")
+        if role == "tool":
+            if results is None:
+                results = []
+                messages.append({"role": "user", "content": results})
+            results.append(_tool_result_block(message))
+            continue
+        results = None
+        if role in ("system", "developer"):
+            content = field_of(message, "content")
+            text = (
+                content
+                if isinstance(content, str)
+                else "".join(text_of(field_of(block, "text")) for block in _content_blocks(content))
+            )
+            system.append(text)
+        elif role == "assistant":
+            messages.append(_assistant_message(turn, provider, marks))
+        else:
+            messages.append(
+                {"role": "user", "content": _native_content(field_of(message, "content"))}
+            )
+    return system, messages

@@ -1,0 +1,332 @@
+"""Anthropic's raw message-stream events into events: pure, no I/O, no SDK client.
+
+Anthropic streams a message as numbered content blocks (``thinking``, ``redacted_thinking``,
+``text``, ``tool_use``, ...), each opened by ``content_block_start``, grown by
+``content_block_delta`` events and closed by ``content_block_stop``. A signed thinking block
+becomes ``ReasoningState(kind="signature", payload=<signature>, block=<index>,
+extra={"thinking": <the block's full thinking text>})``; a ``redacted_thinking`` block becomes
+``ReasoningState(kind="redacted", payload=<data>, block=<index>)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..._events import (
+    Event,
+    Finish,
+    OpaqueState,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    ReasoningState,
+    TextDelta,
+    ToolCall,
+    Usage,
+    UsageReport,
+)
+from ..._exceptions import ProviderError
+from .._errors import build_error
+
+__all__ = ["AnthropicTranslator", "error_details", "field_of", "stream_error", "text_of"]
+
+PROVIDER = "anthropic"
+
+_STOP_REASONS: dict[str, str] = {
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+}
+
+# Anthropic documents one HTTP status per error type. An `event: error` arrives on a stream
+# whose HTTP status was already 200, so the documented status is the useful one to report
+# (a retry policy keyed on 429/529 then treats both paths alike).
+ERROR_STATUS: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def field_of(item: Any, name: str) -> Any:
+    """``item.name`` for SDK objects, ``item[name]`` for plain dicts; ``None`` when absent."""
+    if isinstance(item, Mapping):
+        return item.get(name)
+    return getattr(item, name, None)
+
+
+def text_of(value: Any) -> str:
+    """A string field's value; JSON ``null`` (or anything not a string) is no text at all."""
+    return value if isinstance(value, str) else ""
+
+
+@dataclass(slots=True)
+class _Block:
+    """One content block being streamed."""
+
+    type: str
+    parts: list[str] = field(default_factory=list)
+    signature: str = ""
+    call_id: str = ""
+    name: str = ""
+    initial_input: Any = None
+
+
+class AnthropicTranslator:
+    """Turns Anthropic's raw message-stream events into reasoning-stream events.
+
+    Pure: no I/O and no SDK client. ``feed()`` takes one event, either the SDK's parsed
+    object (``RawMessageStreamEvent``) or the same event as a plain dict (an httpx transport,
+    Bedrock's InvokeModel stream), and returns the events it means. Blocks are tracked by
+    their ``index``, so several thinking blocks in one message (interleaved thinking around
+    tool use) each become their own reasoning segment and their own state.
+
+    Hosts that serve the Messages stream themselves configure it rather than copy it:
+    ``provider``, ``model`` and ``endpoint`` scope the states it makes, ``state_extra`` is
+    added to every state's ``extra`` (Bedrock marks its Invoke states ``{"api": "invoke"}``),
+    and ``stop_reasons`` replaces the table that maps stop reasons to finish reasons
+    (reasons it does not name pass through unchanged).
+
+    >>> translator = AnthropicTranslator(model="claude-sonnet-4-6")
+    >>> translator.feed({"type": "content_block_start", "index": 0,
+    ...                  "content_block": {"type": "text", "text": ""}})
+    []
+    >>> translator.feed({"type": "content_block_delta", "index": 0,
+    ...                  "delta": {"type": "text_delta", "text": "Hi"}})
+    [TextDelta(text='Hi')]
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str = PROVIDER,
+        model: str,
+        endpoint: str | None = None,
+        state_extra: Mapping[str, Any] | None = None,
+        stop_reasons: Mapping[str, str] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.endpoint = endpoint
+        self.state_extra: dict[str, Any] = dict(state_extra or {})
+        self.stop_reasons: Mapping[str, str] = (
+            _STOP_REASONS if stop_reasons is None else stop_reasons
+        )
+        self.response_id: str | None = None
+        """The message id from ``message_start``, once seen."""
+        self.stopped = False
+        """Whether the message ended (a stop reason or ``message_stop``): without it, a
+        stream that ends was cut short."""
+        self._blocks: dict[int, _Block] = {}
+
+    def feed(self, event: Any) -> list[Event]:
+        """The events for one raw stream event; unknown event types give none.
+
+        Raises ``ProviderError`` for an ``error`` event (the SDK raises its own exception
+        before handing one over; plain-dict transports reach this).
+        """
+        kind = field_of(event, "type")
+        if kind == "content_block_delta":
+            return self._on_delta(field_of(event, "index"), field_of(event, "delta"))
+        if kind == "content_block_start":
+            return self._on_start(field_of(event, "index"), field_of(event, "content_block"))
+        if kind == "content_block_stop":
+            block = self._blocks.pop(field_of(event, "index"), None)
+            return self._close(field_of(event, "index"), block) if block else []
+        if kind == "message_start":
+            return self._on_message_start(field_of(event, "message"))
+        if kind == "message_delta":
+            return self._on_message_delta(event)
+        if kind == "message_stop":
+            self.stopped = True
+            return []
+        if kind == "error":
+            raise stream_error(event, provider=self.provider)
+        return []
+
+    def finish(self) -> list[Event]:
+        """End of stream: close blocks that never saw their ``content_block_stop``."""
+        events: list[Event] = []
+        for index in sorted(self._blocks):
+            events.extend(self._close(index, self._blocks[index]))
+        self._blocks.clear()
+        return events
+
+    def salvage(self) -> list[Event]:
+        """Nothing is held back: a broken stream leaves what was already emitted."""
+        return []
+
+    # -------------------------------------------------------------------------- messages
+
+    def _on_message_start(self, message: Any) -> list[Event]:
+        if message is None:
+            return []
+        message_id = field_of(message, "id")
+        if isinstance(message_id, str) and message_id:
+            self.response_id = message_id
+        usage = _usage(field_of(message, "usage"))
+        return [UsageReport(usage)] if usage is not None else []
+
+    def _on_message_delta(self, event: Any) -> list[Event]:
+        events: list[Event] = []
+        usage = _usage(field_of(event, "usage"))
+        if usage is not None:
+            events.append(UsageReport(usage))
+        reason = field_of(field_of(event, "delta"), "stop_reason")
+        if isinstance(reason, str) and reason:
+            self.stopped = True
+            events.append(Finish(self.stop_reasons.get(reason, reason)))
+        return events
+
+    # ---------------------------------------------------------------------------- blocks
+
+    def _on_start(self, index: Any, content: Any) -> list[Event]:
+        if not isinstance(index, int) or content is None:
+            return []
+        block_type = field_of(content, "type")
+        if block_type == "thinking":
+            block = _Block("thinking", signature=text_of(field_of(content, "signature")))
+            self._blocks[index] = block
+            events: list[Event] = [ReasoningStart()]
+            # The API starts thinking blocks empty, but a proxy may send one whole.
+            initial = text_of(field_of(content, "thinking"))
+            if initial:
+                block.parts.append(initial)
+                events.append(ReasoningDelta(initial))
+            return events
+        if block_type == "redacted_thinking":
+            # The data is complete in the start event; keep it now so a stream cut before
+            # the block's stop still leaves it on the result.
+            data = text_of(field_of(content, "data"))
+            return [OpaqueState(self._state("redacted", data, index))] if data else []
+        if block_type == "text":
+            self._blocks[index] = _Block("text")
+            initial = text_of(field_of(content, "text"))
+            return [TextDelta(initial)] if initial else []
+        if block_type == "tool_use":
+            self._blocks[index] = _Block(
+                "tool_use",
+                call_id=text_of(field_of(content, "id")),
+                name=text_of(field_of(content, "name")),
+                initial_input=field_of(content, "input"),
+            )
+            return []
+        # Server tool blocks and block types added later carry nothing this library shows.
+        return []
+
+    def _on_delta(self, index: Any, delta: Any) -> list[Event]:
+        if not isinstance(index, int) or delta is None:
+            return []
+        delta_type = field_of(delta, "type")
+        block = self._blocks.get(index)
+        if delta_type == "thinking_delta":
+            if block is None:
+                block = self._blocks[index] = _Block("thinking")
+            piece = text_of(field_of(delta, "thinking"))
+            if not piece:
+                return []
+            block.parts.append(piece)
+            return [ReasoningDelta(piece)]
+        if delta_type == "signature_delta":
+            if block is None:
+                block = self._blocks[index] = _Block("thinking")
+            # The API sends the whole signature in one delta; a later one replaces it.
+            block.signature = text_of(field_of(delta, "signature"))
+            return []
+        if delta_type == "text_delta":
+            piece = text_of(field_of(delta, "text"))
+            return [TextDelta(piece)] if piece else []
+        if delta_type == "input_json_delta" and block is not None:
+            block.parts.append(text_of(field_of(delta, "partial_json")))
+            return []
+        return []
+
+    def _close(self, index: Any, block: _Block) -> list[Event]:
+        if block.type == "thinking":
+            events: list[Event] = [ReasoningEnd()]
+            # An unsigned block cannot be sent back, so it leaves no state.
+            if block.signature:
+                state = self._state(
+                    "signature", block.signature, index, {"thinking": "".join(block.parts)}
+                )
+                events.append(OpaqueState(state))
+            return events
+        if block.type == "tool_use":
+            arguments = "".join(block.parts)
+            if not arguments.strip():
+                initial = block.initial_input
+                arguments = json.dumps(initial) if initial else "{}"
+            return [ToolCall(block.call_id, block.name, arguments)]
+        return []
+
+    def _state(
+        self, kind: str, payload: str, index: Any, extra: Mapping[str, Any] | None = None
+    ) -> ReasoningState:
+        return ReasoningState(
+            provider=self.provider,
+            model=self.model,
+            kind=kind,
+            payload=payload,
+            block=index if isinstance(index, int) else None,
+            endpoint=self.endpoint,
+            extra={**(extra or {}), **self.state_extra},
+        )
+
+
+def _usage(usage: Any) -> Usage | None:
+    """Usage from a ``message_start`` or ``message_delta`` usage object.
+
+    ``input_tokens`` is the whole prompt: Anthropic reports cache reads and cache writes
+    apart from ``input_tokens``, and the three add up to what the model read.
+    ``reasoning_tokens`` comes from ``output_tokens_details.thinking_tokens`` when reported.
+    """
+    if usage is None:
+        return None
+    inputs = [
+        field_of(usage, name)
+        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    ]
+    counted = [value for value in inputs if isinstance(value, int)]
+    output = field_of(usage, "output_tokens")
+    thinking = field_of(field_of(usage, "output_tokens_details"), "thinking_tokens")
+    result = Usage(
+        input_tokens=sum(counted) if isinstance(inputs[0], int) else None,
+        output_tokens=output if isinstance(output, int) else None,
+        reasoning_tokens=thinking if isinstance(thinking, int) else None,
+    )
+    return None if result == Usage() else result
+
+
+def error_details(body: Any) -> tuple[str | None, str | None]:
+    """``(error.type, error.message)`` from Anthropic's error body, where present."""
+    error = field_of(body, "error") if body is not None else None
+    if error is None:
+        return None, None
+    error_type, message = field_of(error, "type"), field_of(error, "message")
+    return (
+        error_type if isinstance(error_type, str) else None,
+        message if isinstance(message, str) else None,
+    )
+
+
+def stream_error(body: Any, *, provider: str = PROVIDER) -> ProviderError:
+    """The ``ProviderError`` for an ``event: error`` body that arrived mid-stream."""
+    error_type, message = error_details(body)
+    plain = body if isinstance(body, Mapping) else None
+    return build_error(
+        provider,
+        f"the stream reported {error_type or 'an error'}: {message or 'no message'}",
+        detail="error event mid-stream",
+        status=ERROR_STATUS.get(error_type or ""),
+        body=dict(plain) if plain is not None else body,
+    )

@@ -1,0 +1,384 @@
+"""Amazon Bedrock through boto3's ``bedrock-runtime`` client: ConverseStream and InvokeModel.
+
+Two pure translators turn the dicts boto3 yields into events:
+
+* :class:`ConverseStreamTranslator` reads ``ConverseStream`` events (``contentBlockDelta`` with
+  ``reasoningContent`` text, signature or redacted bytes; ``toolUse`` fragments; ``messageStop``;
+  ``metadata``). Reasoning blocks have no ``contentBlockStart``: the first reasoning delta of a
+  block opens it and its ``contentBlockStop`` closes it.
+* :class:`InvokeStreamTranslator` reads ``InvokeModelWithResponseStream`` events, whose
+  ``chunk.bytes`` carry the model's own stream JSON: Anthropic Messages events for Claude (read
+  by the Anthropic module's translator, configured for Bedrock), text completion chunks for
+  DeepSeek-R1 (whose template pre-fills ``<think>``, so the text starts inside reasoning and
+  only ``</think>`` closes it) and a few other text shapes.
+
+:class:`BedrockPipe` opens the stream with the sync client. boto3 has no async client, so
+``arun()`` reads the same stream in worker threads; cancellation shuts the socket's read side
+down so a blocked read returns at once and the connection is released.
+
+Opaque state. A signed reasoning block becomes ``ReasoningState(kind="signature",
+payload=signature, block=contentBlockIndex, extra={...})``: Bedrock wants the text and its
+signature back together, so ``extra`` carries the block's reasoning text under the API's own
+field name (``"text"`` for Converse's ``reasoningText``, ``"thinking"`` for Anthropic blocks on
+Invoke) and ``"api"``.
+Redacted reasoning becomes ``ReasoningState(kind="redacted", payload=...)``: the raw ``bytes``
+boto3 decoded from ``redactedContent`` (Converse), or the Anthropic ``data`` string (Invoke).
+States keep stream order: Converse emits them when their block stops, Anthropic's translator
+when its redacted block starts or its signed block stops. A follow-up request puts an assistant
+turn's states back at the head of its content, verbatim and in order; states made through the
+other API (``extra["api"]``) are left out, since their payload forms differ. Invoke requests
+reuse the Anthropic pipe's message conversion, so only states of provider ``bedrock`` go back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal, Unpack
+
+from ..._conversation import PassbackPolicy
+from ..._effort import merge_params
+from ..._exceptions import ProviderError, UsageError
+from ..._history import HistoryTurn
+from ..._pipe import Pipe, Prompt
+from .._driver import PipeOptions, ProviderPipe, require
+from .._errors import build_error, provider_error, retry_after_seconds
+from .._spec import Demo, ProviderSpec
+from .._transports import AsyncSource, Source, aevent_stream_source, event_stream_source
+from .effort import PLANNER
+from .request import anthropic_messages, converse_messages, deepseek_prompt
+from .translate import (
+    PROVIDER,
+    Api,
+    ConverseStreamTranslator,
+    InvokeStreamTranslator,
+    TextInvokeTranslator,
+    starts_in_reasoning,
+)
+
+__all__ = [
+    "SPEC",
+    "BedrockPipe",
+    "ConverseStreamTranslator",
+    "InvokeStreamTranslator",
+    "TextInvokeTranslator",
+]
+
+ANTHROPIC_VERSION = "bedrock-2023-05-31"
+"""The ``anthropic_version`` Bedrock requires in Anthropic request bodies."""
+DEFAULT_MAX_TOKENS = 4096
+"""Output limit for request bodies that must name one (Anthropic, DeepSeek) when none is set."""
+
+# In-stream exceptions arrive without an HTTP status; these are the ones the service model
+# gives them, so callers can tell a throttle (retry later) from a bad request.
+_STREAM_ERROR_STATUS: dict[str, int] = {
+    "validationexception": 400,
+    "modeltimeoutexception": 408,
+    "modelstreamerrorexception": 424,
+    "throttlingexception": 429,
+    "internalserverexception": 500,
+    "serviceunavailableexception": 503,
+}
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def bedrock_error(error: BaseException, provider: str = PROVIDER) -> ProviderError:
+    """A ``ProviderError`` for a botocore or transport exception.
+
+    botocore's ``ClientError`` (HTTP errors) and ``EventStreamError`` (in-stream exceptions)
+    keep the service's code and message in ``error.response``; the status is the HTTP one, or
+    for in-stream exceptions the one the service model assigns (429 for a throttle).
+    """
+    if isinstance(error, ProviderError):
+        return error
+    response = getattr(error, "response", None)
+    if isinstance(response, Mapping) and isinstance(response.get("Error"), Mapping):
+        details = response["Error"]
+        code = str(details.get("Code") or type(error).__name__)
+        text = str(details.get("Message") or "the request failed")
+        metadata = response.get("ResponseMetadata") or {}
+        status = _int_or_none(metadata.get("HTTPStatusCode"))
+        if status is None:
+            status = _STREAM_ERROR_STATUS.get(code.lower())
+        headers = metadata.get("HTTPHeaders") or {}
+        retry_after = retry_after_seconds(headers)
+        return build_error(
+            provider,
+            text,
+            detail=code + (f", HTTP {status}" if status is not None else ""),
+            status=status,
+            retry_after=retry_after,
+            body={"Code": code, "Message": text},
+        )
+    name = type(error).__name__
+    if name in ("ProtocolError", "ResponseStreamingError", "IncompleteReadError"):
+        return provider_error(
+            provider, error, what=f"the connection broke mid-stream: {error or name}"
+        )
+    return provider_error(provider, error)
+
+
+class BedrockPipe(ProviderPipe):
+    """A model on Amazon Bedrock, streamed through boto3's ``bedrock-runtime`` client.
+
+    ``api="converse"`` (default) uses ``ConverseStream``, where Bedrock itself separates
+    reasoning (``reasoningContent``) from the answer; ``api="invoke"`` uses
+    ``InvokeModelWithResponseStream`` with the model's native body (Anthropic Messages for
+    Claude, DeepSeek's template for DeepSeek, OpenAI-style ``messages`` for the rest).
+    Claude's extended thinking is switched on through ``additional_model_request_fields``.
+
+    >>> import boto3  # doctest: +SKIP
+    >>> pipe = BedrockPipe(  # doctest: +SKIP
+    ...     "us.anthropic.claude-sonnet-4-20250514-v1:0",
+    ...     client=boto3.client("bedrock-runtime", region_name="us-west-2"),
+    ...     additional_model_request_fields={
+    ...         "thinking": {"type": "enabled", "budget_tokens": 2048}
+    ...     },
+    ... )
+    >>> pipe.set_streaming_callback(print).run("Why is the sky blue?")  # doctest: +SKIP
+
+    Args:
+        model: the model or inference profile id (``us.deepseek.r1-v1:0``, an ARN, ...).
+        client: a boto3 ``bedrock-runtime`` client; without one the pipe builds it from
+            ``region_name`` (default: ``AWS_REGION``, ``AWS_DEFAULT_REGION``, else
+            ``us-east-1``) and ``endpoint_url`` / ``base_url``.
+        api: ``"converse"`` or ``"invoke"``.
+        additional_model_request_fields: model-specific fields (Converse
+            ``additionalModelRequestFields``; merged into the Invoke body).
+        inference_config: Converse ``inferenceConfig`` (``maxTokens``, ``temperature``, ...).
+        max_tokens, temperature, top_p: shorthands for the common inference settings.
+        start_in_reasoning, tags: for Invoke text models with inline tags; by default
+            DeepSeek-R1 model ids start inside reasoning.
+        extra_body: merged into the ``converse_stream`` keyword arguments (``toolConfig``,
+            ``guardrailConfig``, ...) or into the Invoke JSON body.
+        timeout: connect and read timeout in seconds for a client the pipe builds.
+    """
+
+    provider = PROVIDER
+    secret_env = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK")
+    extra = "bedrock"
+    reads_in_threads: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        region_name: str | None = None,
+        endpoint_url: str | None = None,
+        base_url: str | None = None,
+        api: Api = "converse",
+        additional_model_request_fields: Mapping[str, Any] | None = None,
+        inference_config: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        start_in_reasoning: bool | None = None,
+        tags: Iterable[str] | None = None,
+        **options: Unpack[PipeOptions],
+    ) -> None:
+        if api not in ("converse", "invoke"):
+            raise UsageError(f"BedrockPipe api must be 'converse' or 'invoke', not {api!r}")
+        if endpoint_url and base_url and endpoint_url.rstrip("/") != base_url.rstrip("/"):
+            raise UsageError("give endpoint_url or base_url, not two different URLs")
+        super().__init__(model, client=client, base_url=endpoint_url or base_url, **options)
+        self.model_id: str = model
+        """The model or inference profile id (``model`` as a plain ``str``)."""
+        self.api: Api = api
+        if client is not None:
+            meta = getattr(client, "meta", None)
+            region_name = region_name or getattr(meta, "region_name", None)
+        self.region_name: str = (
+            region_name
+            or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION")
+            or "us-east-1"
+        )
+        self.endpoint = self.base_url or self.region_name
+        self.additional_model_request_fields: dict[str, Any] = dict(
+            additional_model_request_fields or {}
+        )
+        self.inference_config: dict[str, Any] = dict(inference_config or {})
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.start_in_reasoning = (
+            starts_in_reasoning(model) if start_in_reasoning is None else start_in_reasoning
+        )
+        self.tags: tuple[str, ...] | None = tuple(tags) if tags is not None else None
+
+    # ------------------------------------------------------------------------- client
+
+    def build_client(self, *, asynchronous: bool) -> Any:
+        """A boto3 ``bedrock-runtime`` client for ``region_name`` and ``endpoint_url``."""
+        boto3 = require("boto3", self.extra)
+        config = require("botocore.config", self.extra)
+        options: dict[str, Any] = {"region_name": self.region_name}
+        if self.base_url:
+            options["endpoint_url"] = self.base_url
+        timeouts: dict[str, Any] = {}
+        if self.timeout is not None:
+            timeouts = {"connect_timeout": self.timeout, "read_timeout": self.timeout}
+        # One attempt: botocore's retries would repeat a throttled call behind the caller's
+        # back; the pipe's own set_retries() is the one retry policy.
+        options["config"] = config.Config(retries={"total_max_attempts": 1}, **timeouts)
+        return boto3.client("bedrock-runtime", **options)
+
+    # ------------------------------------------------------------------------ request
+
+    def _family(self) -> Literal["anthropic", "deepseek", "messages"]:
+        lowered = self.model_id.lower()
+        if "anthropic" in lowered:
+            return "anthropic"
+        if "deepseek" in lowered:
+            return "deepseek"
+        return "messages"
+
+    def build_request(self, prompt: Prompt | Any) -> dict[str, Any]:
+        """The keyword arguments of ``converse_stream`` or ``invoke_model_with_response_stream``.
+
+        For Invoke, ``body`` is the JSON text of the model's native request.
+        """
+        turns = self.turns(prompt)
+        if self.api == "converse":
+            messages, system = converse_messages(turns)
+            request: dict[str, Any] = {"modelId": self.model_id, "messages": messages}
+            if system:
+                request["system"] = system
+            inference = dict(self.inference_config)
+            for key, value in (
+                ("maxTokens", self.max_tokens),
+                ("temperature", self.temperature),
+                ("topP", self.top_p),
+            ):
+                if value is not None:
+                    inference[key] = value
+            if inference:
+                request["inferenceConfig"] = inference
+            if self.additional_model_request_fields:
+                request["additionalModelRequestFields"] = dict(self.additional_model_request_fields)
+            request = self.with_reasoning(request)
+            request.update(self.extra_body)
+            return request
+        return {"modelId": self.model_id, "body": json.dumps(self.invoke_body(turns))}
+
+    def invoke_body(self, turns: Sequence[HistoryTurn]) -> dict[str, Any]:
+        """The model's native request body for ``api="invoke"``."""
+        family = self._family()
+        body: dict[str, Any]
+        if family == "anthropic":
+            messages, system = anthropic_messages(turns)
+            thinking = self.additional_model_request_fields.get("thinking")
+            budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+            max_tokens = self.max_tokens
+            if max_tokens is None:
+                # The output limit must leave room for the answer after the thinking budget.
+                max_tokens = DEFAULT_MAX_TOKENS + (budget if isinstance(budget, int) else 0)
+            body = {
+                "anthropic_version": ANTHROPIC_VERSION,
+                "max_tokens": max_tokens,
+                "messages": messages,
+            }
+            if system:
+                body["system"] = system
+        elif family == "deepseek":
+            body = {
+                "prompt": deepseek_prompt(turns, prefill_think=self.start_in_reasoning),
+                "max_tokens": self.max_tokens or DEFAULT_MAX_TOKENS,
+            }
+        else:
+            body = {"messages": [dict(turn.message) for turn in turns]}
+            if self.max_tokens is not None:
+                body["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.top_p is not None:
+            body["top_p"] = self.top_p
+        body.update(self.additional_model_request_fields)
+        if self.reasoning is not None:
+            # Invoke bodies are the model's native request: the Converse-shaped plan's model
+            # fields go in at the top level, and its token limit becomes ``max_tokens``.
+            params = self.reasoning_plan().params
+            body = merge_params(body, params.get("additionalModelRequestFields", {}))
+            limit = params.get("inferenceConfig", {}).get("maxTokens")
+            if limit is not None:
+                body["max_tokens"] = limit
+        body.update(self.extra_body)
+        return body
+
+    # ------------------------------------------------------------------------- stream
+
+    def translator(self) -> ConverseStreamTranslator | InvokeStreamTranslator:
+        """A fresh translator for one response of the pipe's API."""
+        if self.api == "converse":
+            return ConverseStreamTranslator(
+                provider=PROVIDER, model=self.model_id, endpoint=self.endpoint
+            )
+        return InvokeStreamTranslator(
+            provider=PROVIDER,
+            model=self.model_id,
+            endpoint=self.endpoint,
+            family="anthropic" if self._family() == "anthropic" else "text",
+            start_in_reasoning=self.start_in_reasoning,
+            tags=self.tags,
+        )
+
+    def _open(self, client: Any, prompt: Prompt | Any) -> tuple[Any, str | None]:
+        """Send the request; the open event stream and the AWS request id (blocks)."""
+        request = self.build_request(prompt)
+        if self.api == "converse":
+            response = client.converse_stream(**request)
+            stream = response["stream"]
+        else:
+            response = client.invoke_model_with_response_stream(**request)
+            stream = response["body"]
+        metadata = response.get("ResponseMetadata") or {}
+        return stream, metadata.get("RequestId") or None
+
+    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
+        """The event stream, read in this thread (the model's own id beats the request id)."""
+        return event_stream_source(*self._open(client, prompt))
+
+    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
+        """The event stream, opened and read in worker threads (boto3 is sync only)."""
+        return await aevent_stream_source(lambda: self._open(client, prompt))
+
+    def wrap_error(self, error: BaseException) -> ProviderError:
+        """Map botocore and transport exceptions to ``ProviderError`` (code, message, status)."""
+        return bedrock_error(error, self.provider or PROVIDER)
+
+
+def _passback(model: str | None) -> PassbackPolicy:
+    # As on Anthropic: signed reasoning opens each assistant turn of an unfinished tool loop.
+    return PassbackPolicy(states="tool_loop")
+
+
+def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
+    boto3 = require("boto3", "bedrock")
+    config = require("botocore.config", "bedrock")
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=url,
+        aws_access_key_id="demo",
+        aws_secret_access_key="demo-key-not-secret",
+        config=config.Config(retries={"total_max_attempts": 1}),
+    )
+    return BedrockPipe(model, client=client, name=name)
+
+
+SPEC = ProviderSpec(
+    id="bedrock",
+    name="bedrock",
+    pipe="BedrockPipe",
+    extra="bedrock",
+    key_needed=False,
+    passback=_passback,
+    effort=PLANNER,
+    demo=Demo("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6", _demo_pipe),
+)
+"""Amazon Bedrock (ConverseStream and InvokeModelWithResponseStream)."""

@@ -1,0 +1,178 @@
+"""History turns into Converse messages or a model's native Invoke body.
+
+An assistant turn's states go back at the head of its content, verbatim and in order; states
+made through the other API (``extra["api"]``) are left out, since their payload forms differ.
+Invoke requests for Claude reuse the Anthropic package's message conversion.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..._events import ReasoningState
+from ..._history import HistoryTurn
+from ..anthropic.request import convert_turns
+from .translate import _INVOKE_MARKS, PROVIDER, Api
+
+__all__ = ["anthropic_messages", "converse_messages", "deepseek_prompt"]
+
+# DeepSeek's chat template; its special tokens use full-width bars and U+2581, not ASCII.
+_DS_BEGIN = "<\uff5cbegin\u2581of\u2581sentence\uff5c>"
+_DS_END = "<\uff5cend\u2581of\u2581sentence\uff5c>"
+_DS_USER = "<\uff5cUser\uff5c>"
+_DS_ASSISTANT = "<\uff5cAssistant\uff5c>"
+
+
+def _content_text(content: Any) -> str:
+    """A message's content as plain text: strings as they are, OpenAI text parts joined."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        parts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "".join(parts)
+    return str(content)
+
+
+def _arguments(raw: Any) -> Any:
+    """A tool call's arguments as Converse's ``toolUse.input``.
+
+    Lenient, unlike ``tool_call_arguments`` (which Invoke uses through the Anthropic
+    conversion): text that is not JSON is kept as ``{"arguments": text}``.
+    """
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError):
+        # Not JSON: keep what the model wrote rather than dropping it.
+        return {"arguments": raw}
+
+
+def _usable_states(turn: HistoryTurn, api: Api) -> list[ReasoningState]:
+    return [s for s in turn.states if s.extra.get("api", api) == api]
+
+
+def _redacted_bytes(payload: str | bytes) -> bytes:
+    # A str payload is a blob written out as base64 (ReasoningState.to_json's convention).
+    return payload if isinstance(payload, bytes) else base64.b64decode(payload)
+
+
+def _merge_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Join consecutive messages of one role: Bedrock and Anthropic want roles to alternate."""
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        if not message["content"]:
+            continue
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1]["content"].extend(message["content"])
+        else:
+            merged.append(message)
+    return merged
+
+
+def converse_messages(
+    turns: Sequence[HistoryTurn],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Canonical turns as Converse ``(messages, system)``.
+
+    Tool calls become ``toolUse`` blocks with ``input`` as an object; tool results become
+    ``toolResult`` blocks in a user message; an assistant turn's states go back first.
+    """
+    system: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = []
+    for turn in turns:
+        message = turn.message
+        role = message.get("role")
+        text = _content_text(message.get("content"))
+        if role in ("system", "developer"):
+            if text:
+                system.append({"text": text})
+            continue
+        if role == "tool":
+            result = {
+                "toolUseId": message.get("tool_call_id") or "",
+                "content": [{"text": text}],
+            }
+            messages.append({"role": "user", "content": [{"toolResult": result}]})
+            continue
+        content: list[dict[str, Any]] = []
+        if role == "assistant":
+            for state in _usable_states(turn, "converse"):
+                if state.kind == "signature":
+                    block: dict[str, Any] = {
+                        "text": str(state.extra.get("text", "")),
+                        "signature": state.payload,
+                    }
+                    content.append({"reasoningContent": {"reasoningText": block}})
+                elif state.kind == "redacted":
+                    content.append(
+                        {"reasoningContent": {"redactedContent": _redacted_bytes(state.payload)}}
+                    )
+        if text:
+            content.append({"text": text})
+        if role == "assistant":
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                content.append(
+                    {
+                        "toolUse": {
+                            "toolUseId": call.get("id") or "",
+                            "name": function.get("name") or "",
+                            "input": _arguments(function.get("arguments")),
+                        }
+                    }
+                )
+        messages.append(
+            {"role": "assistant" if role == "assistant" else "user", "content": content}
+        )
+    return _merge_roles(messages), system
+
+
+def anthropic_messages(turns: Sequence[HistoryTurn]) -> tuple[list[dict[str, Any]], str]:
+    """Canonical turns as Anthropic Messages ``(messages, system)`` for an Invoke body.
+
+    The Anthropic pipe's own conversion, with this API's states going back (made by
+    ``bedrock`` and marked ``api="invoke"``); content is always a block list and turns of one
+    role are joined, since Bedrock wants roles to alternate.
+    """
+    system, messages = convert_turns(turns, provider=PROVIDER, state_extra=_INVOKE_MARKS)
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            message["content"] = [{"type": "text", "text": content}] if content else []
+    return _merge_roles(messages), "\n\n".join(text for text in system if text)
+
+
+def deepseek_prompt(turns: Sequence[HistoryTurn], *, prefill_think: bool) -> str:
+    """Canonical turns in DeepSeek's chat template, as the Bedrock DeepSeek examples build it.
+
+    Earlier answers go in without their reasoning, as DeepSeek recommends; with
+    ``prefill_think`` the prompt ends with the assistant token and ``<think>\\n``, so R1
+    reasons first.
+    """
+    system: list[str] = []
+    body: list[str] = []
+    for turn in turns:
+        message = turn.message
+        role = message.get("role")
+        text = _content_text(message.get("content"))
+        if role in ("system", "developer"):
+            system.append(text)
+        elif role == "assistant":
+            body.append(f"{_DS_ASSISTANT}{text}{_DS_END}")
+        else:
+            body.append(f"{_DS_USER}{text}")
+    tail = f"{_DS_ASSISTANT}<think>\n" if prefill_think else _DS_ASSISTANT
+    return _DS_BEGIN + "\n\n".join(system) + "".join(body) + tail

@@ -1,0 +1,287 @@
+"""Gemini: ``streamGenerateContent`` over SSE with httpx and httpx-sse, no SDK.
+
+Each SSE ``data:`` is a ``GenerateContentResponse``. Its ``candidates[0].content.parts`` are
+new parts: a part with ``"thought": true`` is reasoning (a thought summary), other ``text``
+parts are the answer, ``functionCall`` parts are tool calls. Any part may carry a
+``thoughtSignature``: opaque, base64, and required back on the same part in later requests
+(strictly so for function calls in a Gemini 3 tool loop).
+
+Signature mapping. Every signature becomes ``ReasoningState(kind="signature")`` with
+``block="<candidate>:<part>"`` (the part's position among all parts of the streamed turn) and
+``extra`` describing the part it rode on::
+
+    part         "thought" | "text" | "empty" (a text part with no text) |
+                 "function_call" | "other" (any other part type)
+    text_offset  how many answer characters came before that part
+    call_index   how many function calls came before it (its own index for a call)
+    name         the function's name (function calls)
+    call_id      the id of the ToolCall event it produced (function calls)
+    id           the server's functionCall.id, only when Gemini sent one
+    raw          the part itself minus the signature ("other" parts only)
+
+:meth:`GeminiPipe.build_request` uses those to rebuild a model turn: the answer text is cut at
+the recorded offsets so a signed text part starts where it did, each signed call gets its
+signature back on its own ``functionCall`` part, a signed thought or empty part comes back as
+an empty part carrying its signature, all in the recorded order. Reasoning text itself is
+never sent back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Unpack
+
+import httpx
+
+from ..._conversation import PassbackPolicy
+from ..._effort import merge_params
+from ..._exceptions import ProviderError, UsageError
+from ..._pipe import Pipe, Prompt
+from .._driver import EndpointOptions, ProviderPipe
+from .._errors import build_error, retry_after_seconds
+from .._spec import Demo, ProviderSpec
+from .._transports import (
+    AsyncSource,
+    Source,
+    aiter_sse_json,
+    asse_source,
+    iter_sse_json,
+    sse_source,
+)
+from . import request
+from .effort import PLANNER
+from .translate import GeminiTranslator, error_object, gemini_error
+
+__all__ = ["DEFAULT_BASE_URL", "SPEC", "GeminiPipe", "GeminiTranslator"]
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+
+_KEY_ENVIRONMENT = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+# Reasoning models can think for minutes before the first byte: only connecting is quick.
+_DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def _retry_after(response: httpx.Response, error: Mapping[str, Any] | None) -> float | None:
+    seconds = retry_after_seconds(response.headers)
+    if seconds is not None:
+        return seconds
+    details = error.get("details") if error is not None else None
+    for detail in details if isinstance(details, list) else ():
+        if isinstance(detail, Mapping) and isinstance(detail.get("retryDelay"), str):
+            match = _DURATION.match(detail["retryDelay"])
+            if match:
+                return float(match[1])
+    return None
+
+
+def _status_error(provider: str, response: httpx.Response) -> ProviderError:
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    error = error_object(body)
+    retry_after = _retry_after(response, error)
+    if error is not None:
+        return gemini_error(
+            provider,
+            error,
+            http_status=response.status_code,
+            retry_after=retry_after,
+            body=body,
+        )
+    return build_error(
+        provider,
+        response.reason_phrase or "the request failed",
+        detail=f"HTTP {response.status_code}",
+        status=response.status_code,
+        retry_after=retry_after,
+        body=body,
+    )
+
+
+def _decode(provider: str, data: str) -> Any:
+    if not data.strip():
+        return None
+    try:
+        return json.loads(data)
+    except ValueError as error:
+        raise build_error(
+            provider, "the stream sent an event whose data is not JSON", malformed=True
+        ) from error
+
+
+class GeminiPipe(ProviderPipe):
+    """A pipe for the Gemini API's ``streamGenerateContent`` (SSE), with httpx and httpx-sse.
+
+    Thought summaries stream as reasoning (``includeThoughts`` is requested unless
+    ``include_thoughts=False``); every ``thoughtSignature`` is kept as opaque state and sent
+    back on its own part when the history comes from a conversation that carries the states
+    (see the module docstring for the mapping). ``usage.reasoning_tokens`` is Gemini's
+    ``thoughtsTokenCount``; ``output_tokens`` is answer plus thoughts.
+
+    Args:
+        model: the model id (``"gemini-2.5-flash"``; a ``"models/"`` prefix is accepted).
+        include_thoughts: ask for thought summaries (``thinkingConfig.includeThoughts``).
+        thinking_config: more ``thinkingConfig`` fields (``thinkingBudget``,
+            ``thinkingLevel``), merged in.
+        tools: OpenAI-style function tools (become ``functionDeclarations``) or native Gemini
+            tool objects (passed through).
+        client: an ``httpx.Client`` (for ``run()``) or ``httpx.AsyncClient`` (``arun()``).
+        base_url: the API root (default: ``GEMINI_BASE_URL`` from the environment, else
+            ``https://generativelanguage.googleapis.com/v1beta``).
+        api_key: sent as ``x-goog-api-key`` (default ``$GEMINI_API_KEY``, else
+            ``$GOOGLE_API_KEY``); never put in the URL, and scrubbed from error messages.
+
+    >>> pipe = GeminiPipe("gemini-2.5-flash")                    # doctest: +SKIP
+    >>> pipe.set_streaming_callback(print).run("Why is the sky blue?")  # doctest: +SKIP
+    """
+
+    provider = "gemini"
+    secret_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    # No SDK to install: httpx and httpx-sse are core dependencies of the package.
+    extra = "all"
+    sync_client_hint: ClassVar[str] = "an httpx.Client"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        include_thoughts: bool = True,
+        thinking_config: Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **options: Unpack[EndpointOptions],
+    ) -> None:
+        options["base_url"] = (
+            options.get("base_url") or os.environ.get("GEMINI_BASE_URL") or DEFAULT_BASE_URL
+        )
+        super().__init__(model.removeprefix("models/"), **options)
+        self.include_thoughts = include_thoughts
+        self.thinking_config: dict[str, Any] = dict(thinking_config or {})
+        self.tools: list[dict[str, Any]] = [dict(tool) for tool in tools or ()]
+
+    @property
+    def url(self) -> str:
+        """The streaming endpoint this pipe posts to."""
+        return f"{self.base_url}/models/{self.model}:streamGenerateContent?alt=sse"
+
+    # --------------------------------------------------------------------------- request
+
+    def build_request(self, prompt: Prompt | Any) -> dict[str, Any]:
+        """The JSON body of the ``streamGenerateContent`` request.
+
+        System messages become ``systemInstruction``; user turns ``"user"`` contents;
+        assistant turns ``"model"`` contents with ``functionCall`` parts and their stored
+        signatures; tool results ``functionResponse`` parts in a user turn. ``extra_body`` is
+        merged in last, object by object.
+        """
+        system, history = request.contents(self.turns(prompt), self)
+        body: dict[str, Any] = {"contents": history}
+        if system:
+            body["systemInstruction"] = {"parts": system}
+        if self.tools:
+            body["tools"] = request.tool_declarations(self.tools)
+        thinking: dict[str, Any] = {"includeThoughts": True} if self.include_thoughts else {}
+        thinking.update(self.thinking_config)
+        if thinking:
+            body["generationConfig"] = {"thinkingConfig": thinking}
+        return merge_params(self.with_reasoning(body), self.extra_body)
+
+    # --------------------------------------------------------------------------- secrets
+
+    def _key(self) -> str | None:
+        if self._api_key:
+            return self._api_key
+        for variable in _KEY_ENVIRONMENT:
+            value = os.environ.get(variable)
+            if value:
+                return value
+        return None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        key = self._key()
+        if key:
+            headers["x-goog-api-key"] = key
+        elif self.client is None:
+            raise UsageError(
+                f"{self.name} needs an API key: pass api_key=, or set GEMINI_API_KEY "
+                "(or GOOGLE_API_KEY)"
+            )
+        return headers
+
+    # ---------------------------------------------------------------------------- events
+
+    def translator(self) -> GeminiTranslator:
+        """A fresh translator for one response."""
+        return GeminiTranslator(
+            model=self.model or "", provider=self.provider or "gemini", endpoint=self.endpoint
+        )
+
+    def is_async_client(self, client: Any) -> bool:
+        """``httpx.AsyncClient``."""
+        return isinstance(client, httpx.AsyncClient)
+
+    def build_client(self, *, asynchronous: bool) -> Any:
+        """An httpx client with the pipe's timeout (reasoning can take minutes)."""
+        timeout = _DEFAULT_TIMEOUT if self.timeout is None else httpx.Timeout(self.timeout)
+        return (httpx.AsyncClient if asynchronous else httpx.Client)(timeout=timeout)
+
+    async def aclose_client(self, client: Any) -> None:
+        """Close an ``httpx.AsyncClient`` built for one run."""
+        await client.aclose()
+
+    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
+        """POST ``streamGenerateContent?alt=sse`` and read its events."""
+        body = self.build_request(prompt)
+        return sse_source(
+            iter_sse_json(
+                client,
+                self.url,
+                body=body,
+                headers=self._headers(),
+                provider=self.provider or "gemini",
+                status_error=_status_error,
+                decode=_decode,
+            )
+        )
+
+    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
+        """Async twin of :meth:`open_stream`."""
+        body = self.build_request(prompt)
+        return asse_source(
+            aiter_sse_json(
+                client,
+                self.url,
+                body=body,
+                headers=self._headers(),
+                provider=self.provider or "gemini",
+                status_error=_status_error,
+                decode=_decode,
+            )
+        )
+
+
+def _passback(model: str | None) -> PassbackPolicy:
+    # Thought signatures go back on their parts in every earlier model turn.
+    return PassbackPolicy(states="always")
+
+
+def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
+    return GeminiPipe(model, base_url=f"{url}/v1beta", api_key="demo-key-not-secret", name=name)
+
+
+SPEC = ProviderSpec(
+    id="gemini",
+    name="gemini",
+    pipe="GeminiPipe",
+    extra="all",
+    key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    passback=_passback,
+    effort=PLANNER,
+    demo=Demo("gemini_reasoning", "gemini-2.5-flash", _demo_pipe),
+)
+"""The Gemini API (native ``streamGenerateContent``)."""

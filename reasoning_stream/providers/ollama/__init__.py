@@ -1,0 +1,227 @@
+"""Ollama: the ``/api/chat`` and ``/api/generate`` NDJSON streams, through the ``ollama`` SDK.
+
+Ollama reports reasoning natively (``message.thinking`` on chat, ``thinking`` on generate) when
+``think`` is on. Models run with thinking off, and older models, write ``<think>`` tags inline in
+the answer instead; :class:`OllamaTranslator` reads those with the shared scanner until the
+native field shows up. The final line (``done: true``) carries the stop reason, token counts
+and the server's timings in nanoseconds.
+
+Ollama keeps no reasoning state between turns and does not want prior reasoning back, so the
+history sent is each message's content and tool calls only.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal, TypeAlias, Unpack
+
+from ..._conversation import PassbackPolicy
+from ..._effort import merge_params
+from ..._exceptions import ProviderError, UsageError
+from ..._pipe import Pipe, Prompt
+from .._driver import EndpointOptions, ProviderPipe, require
+from .._errors import build_error, provider_error, retry_after_seconds
+from .._spec import Demo, ProviderSpec
+from .._transports import AsyncSource, Source, andjson_source, ndjson_source
+from . import request
+from .effort import PLANNER
+from .translate import OllamaTranslator
+
+__all__ = ["SPEC", "OllamaPipe", "OllamaTranslator", "Think"]
+
+Think: TypeAlias = bool | Literal["low", "medium", "high"] | None
+"""Ollama's ``think`` request field: on/off, or a level for models that take one (gpt-oss)."""
+
+DEFAULT_HOST = "http://localhost:11434"
+
+
+class OllamaPipe(ProviderPipe):
+    """A pipe for Ollama's ``/api/chat`` (default) or ``/api/generate``, via the ``ollama`` SDK.
+
+    Reasoning arrives in Ollama's native ``thinking`` field when ``think`` is on; with thinking
+    off, or on models that write ``<think>`` tags into the answer, the tags are parsed instead
+    (``inline_tags="auto"``: until the native field appears). Tool calls become ``ToolCall``
+    events with JSON-text arguments and synthesised ids (``call_0``, ``call_1``, ...) because
+    Ollama names none. The final line's counts become ``usage`` (``output_tokens`` counts
+    thinking tokens too; Ollama does not report them apart), and its server timings are kept
+    on :attr:`last_server_timings`.
+
+    Args:
+        model: the Ollama model tag (``"qwen3"``, ``"gpt-oss:20b"``).
+        api: ``"chat"`` (messages, tools) or ``"generate"`` (one prompt string).
+        think: sent as Ollama's ``think``: ``True``/``False``, or ``"low"``/``"medium"``/
+            ``"high"`` for models with levels; ``None`` leaves the model's default.
+        tools: tool definitions for ``/api/chat`` (OpenAI's function-tool shape).
+        options: Ollama runtime options (``temperature``, ``num_ctx``, ...).
+        inline_tags: ``"auto"``, ``True`` or ``False``: parse ``<think>`` tags in the answer.
+        start_in_reasoning: the answer starts inside reasoning (a template that pre-fills the
+            open tag); Ollama's own templates leave the tag to the model, hence the default.
+        tags: tag names the inline parser recognises (default ``think``, ``thinking``,
+            ``reasoning``).
+        client: an ``ollama.Client`` (for ``run()``) or ``ollama.AsyncClient`` (``arun()``).
+        base_url: the server (default ``$OLLAMA_HOST``, else ``http://localhost:11434``).
+        api_key: a bearer token for hosted Ollama; never shown in errors.
+
+    >>> pipe = OllamaPipe("qwen3", think=True)            # doctest: +SKIP
+    >>> pipe.set_streaming_callback(print).run("Why is the sky blue?")  # doctest: +SKIP
+    """
+
+    provider = "ollama"
+    extra = "ollama"
+    sync_client_hint: ClassVar[str] = "an ollama.Client"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api: Literal["chat", "generate"] = "chat",
+        think: Think = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        options: Mapping[str, Any] | None = None,
+        inline_tags: bool | Literal["auto"] = "auto",
+        start_in_reasoning: bool = False,
+        tags: Iterable[str] | None = None,
+        **pipe_options: Unpack[EndpointOptions],
+    ) -> None:
+        if api not in ("chat", "generate"):
+            raise UsageError(f"api must be 'chat' or 'generate', not {api!r}")
+        if inline_tags not in ("auto", True, False):
+            raise UsageError(f"inline_tags must be 'auto', True or False, not {inline_tags!r}")
+        super().__init__(model, **pipe_options)
+        if think is not None and self.reasoning is not None:
+            raise UsageError("give either think= (Ollama's own switch) or reasoning=, not both")
+        self.api: Literal["chat", "generate"] = api
+        self.think: Think = think
+        self.tools: list[dict[str, Any]] = [dict(tool) for tool in tools or ()]
+        self.options: dict[str, Any] = dict(options or {})
+        self.inline_tags: bool | Literal["auto"] = inline_tags
+        self.start_in_reasoning = start_in_reasoning
+        self.tags: tuple[str, ...] | None = tuple(tags) if tags is not None else None
+        self.host = self.base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        self.endpoint = self.host
+        self.last_server_timings: dict[str, float] | None = None
+        """Server-side timings of the latest run, in seconds: ``total_duration``,
+        ``load_duration`` (loading the model), ``prompt_eval_duration`` and ``eval_duration``
+        (generation), from the final line; ``None`` until a stream reached its end. Divide
+        ``usage.output_tokens`` by ``eval_duration`` for the server's tokens per second."""
+
+    # --------------------------------------------------------------------------- request
+
+    def build_request(self, prompt: Prompt | Any) -> dict[str, Any]:
+        """The keyword arguments of the SDK call (``client.chat`` or ``client.generate``).
+
+        ``extra_body`` keys are merged in (``options`` merges key by key); keys the installed
+        SDK's method does not take raise ``UsageError``, since the SDK could not send them.
+        """
+        call: dict[str, Any] = {"model": self.model, "stream": True}
+        if self.api == "chat":
+            call["messages"] = request.chat_messages(self.turns(prompt))
+            if self.tools:
+                call["tools"] = self.tools
+        else:
+            call.update(request.generate_prompt(self.turns(prompt)))
+        if self.think is not None:
+            call["think"] = self.think
+        if self.options:
+            call["options"] = dict(self.options)
+        call = self.with_reasoning(call)
+        if self.extra_body:
+            accepted = request.accepted_keywords(self.api)
+            unknown = set(self.extra_body) - accepted
+            if unknown:
+                raise UsageError(
+                    f"extra_body keys {sorted(unknown)} are not fields the ollama SDK's "
+                    f"{self.api}() can send; accepted: {sorted(accepted)}"
+                )
+            call = merge_params(call, self.extra_body)
+        return call
+
+    # --------------------------------------------------------------------------- clients
+
+    def is_async_client(self, client: Any) -> bool:
+        """``ollama.AsyncClient`` (its ``chat`` is a coroutine function)."""
+        return inspect.iscoroutinefunction(getattr(client, "chat", None))
+
+    def build_client(self, *, asynchronous: bool) -> Any:
+        """``ollama.Client`` or ``ollama.AsyncClient`` for ``host``, with the key as a bearer."""
+        ollama = require("ollama", self.extra)
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
+        cls = ollama.AsyncClient if asynchronous else ollama.Client
+        return cls(host=self.host, timeout=self.timeout, headers=headers)
+
+    def translator(self) -> OllamaTranslator:
+        """A fresh translator for one response."""
+        return OllamaTranslator(
+            model=self.model or "",
+            provider=self.provider,
+            endpoint=self.endpoint,
+            api=self.api,
+            inline_tags=self.inline_tags,
+            start_in_reasoning=self.start_in_reasoning,
+            tags=self.tags,
+        )
+
+    # ---------------------------------------------------------------------------- events
+
+    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
+        """The SDK's lazy NDJSON generator (the request goes out on the first read)."""
+        call = self.build_request(prompt)
+        self.last_server_timings = None
+        return ndjson_source(getattr(client, self.api)(**call))
+
+    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
+        """Async twin of :meth:`open_stream`."""
+        call = self.build_request(prompt)
+        self.last_server_timings = None
+        return andjson_source(await getattr(client, self.api)(**call))
+
+    def stream_ended(self, translator: Any) -> None:
+        """Keep the server's timings of the stream that ended."""
+        self.last_server_timings = translator.server_timings
+
+    def wrap_error(self, error: BaseException) -> ProviderError:
+        """Map ``ollama.ResponseError`` (HTTP and mid-stream errors) and transport errors."""
+        provider = self.provider or self.name
+        reason = getattr(error, "error", None)
+        if type(error).__name__ == "ResponseError" and isinstance(reason, str):
+            status = getattr(error, "status_code", None)
+            # The SDK uses -1 for an error line inside a 200 stream: no HTTP status.
+            status = status if isinstance(status, int) and status >= 100 else None
+            where = f"HTTP {status}" if status is not None else "error in the stream"
+            # ResponseError keeps no headers; the httpx error it was raised from does.
+            context = error.__context__
+            response = getattr(context, "response", None)
+            return build_error(
+                provider,
+                reason,
+                detail=f"ResponseError, {where}",
+                status=status,
+                retry_after=retry_after_seconds(getattr(response, "headers", None)),
+                body=reason,
+            )
+        return provider_error(provider, error)
+
+
+def _passback(model: str | None) -> PassbackPolicy:
+    return PassbackPolicy()
+
+
+def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
+    ollama = require("ollama", "ollama")
+    return OllamaPipe(model, client=ollama.Client(host=url), name=name)
+
+
+SPEC = ProviderSpec(
+    id="ollama",
+    name="ollama",
+    pipe="OllamaPipe",
+    extra="ollama",
+    base_url_env="OLLAMA_HOST",
+    key_needed=False,
+    passback=_passback,
+    effort=PLANNER,
+    demo=Demo("ollama_chat_reasoning", "qwen3", _demo_pipe),
+)
+"""Ollama's native API."""

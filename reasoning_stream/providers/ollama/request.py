@@ -1,0 +1,102 @@
+"""History turns into an Ollama ``chat`` or ``generate`` call.
+
+Ollama keeps no reasoning state between turns, so no opaque state is ever sent back.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from ..._exceptions import UsageError
+from ..._history import HistoryTurn, tool_call_arguments
+from .._driver import require
+from .translate import text_of
+
+__all__ = ["accepted_keywords", "chat_messages", "content_text", "generate_prompt"]
+
+# Fields of a history message that Ollama understands besides role/content/tool calls.
+_PASSTHROUGH_MESSAGE_KEYS = ("images", "tool_name")
+
+
+@cache
+def accepted_keywords(api: str) -> frozenset[str]:
+    """The keyword arguments the installed SDK's ``Client.chat``/``generate`` accept."""
+    ollama = require("ollama", "ollama")
+    parameters = inspect.signature(getattr(ollama.Client, api)).parameters
+    return frozenset(parameters) - {"self"}
+
+
+def content_text(content: Any) -> str:
+    """Message content as text: a string, or the text parts of an OpenAI-style part list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(
+            text_of(part.get("text"))
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") in ("text", None)
+        )
+    return ""
+
+
+def chat_messages(turns: Sequence[HistoryTurn]) -> list[dict[str, Any]]:
+    """The ``messages`` of a chat call: content, tool calls and tool names only."""
+    messages: list[dict[str, Any]] = []
+    tool_names: dict[str, str] = {}
+    for turn in turns:
+        source = turn.message
+        role = source.get("role")
+        if role == "developer":
+            role = "system"
+        message: dict[str, Any] = {
+            "role": role,
+            "content": content_text(source.get("content")),
+        }
+        for key in _PASSTHROUGH_MESSAGE_KEYS:
+            if source.get(key):
+                message[key] = source[key]
+        if role == "assistant" and source.get("tool_calls"):
+            calls = []
+            for call in source["tool_calls"]:
+                function = call.get("function") or {}
+                name = text_of(function.get("name"))
+                if call.get("id"):
+                    tool_names[str(call["id"])] = name
+                arguments = tool_call_arguments(
+                    function.get("arguments"), name, provider_label="Ollama"
+                )
+                calls.append({"function": {"name": name, "arguments": arguments}})
+            message["tool_calls"] = calls
+        elif role == "tool" and "tool_name" not in message:
+            tool_name = source.get("name") or tool_names.get(str(source.get("tool_call_id")))
+            if tool_name:
+                message["tool_name"] = tool_name
+        # Deliberately nothing else: Ollama takes no reasoning back, so neither a
+        # turn's readable reasoning nor any stored state is ever re-sent.
+        messages.append(message)
+    return messages
+
+
+def generate_prompt(turns: Sequence[HistoryTurn]) -> dict[str, Any]:
+    """The ``prompt`` (and ``system``) of a generate call; other roles are a ``UsageError``."""
+    system: list[str] = []
+    user: list[str] = []
+    for turn in turns:
+        role = turn.message.get("role")
+        text = content_text(turn.message.get("content"))
+        if role in ("system", "developer"):
+            system.append(text)
+        elif role == "user":
+            user.append(text)
+        else:
+            raise UsageError(
+                f"api='generate' takes a prompt, not a conversation with {role!r} turns; "
+                "use OllamaPipe(api='chat') for multi-turn history"
+            )
+    fields: dict[str, Any] = {"prompt": "\n\n".join(user)}
+    if system:
+        fields["system"] = "\n\n".join(system)
+    return fields

@@ -1,0 +1,190 @@
+"""Ollama's ``/api/chat`` and ``/api/generate`` NDJSON chunks into events: pure, no I/O.
+
+Reasoning comes from the native ``thinking`` field, or from ``<think>`` tags in the answer
+(read with the shared scanner until the native field shows up). The final line (``done:
+true``) carries the stop reason, token counts and the server's timings in nanoseconds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from ..._events import (
+    Event,
+    Finish,
+    ReasoningDelta,
+    ReasoningEnd,
+    TextDelta,
+    ToolCall,
+    Usage,
+    UsageReport,
+)
+from ..._tags import Scanner
+
+__all__ = ["OllamaTranslator", "field_of", "text_of"]
+
+_NANOSECONDS = 1_000_000_000
+_DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
+
+
+def field_of(obj: Any, name: str) -> Any:
+    """Read ``name`` from an SDK model or a plain dict alike; absent is ``None``."""
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def text_of(value: Any) -> str:
+    # JSON null (and any non-string the server might send) never becomes text.
+    return value if isinstance(value, str) else ""
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return "{}"
+    if isinstance(arguments, str):
+        return arguments
+    if isinstance(arguments, Mapping):
+        arguments = dict(arguments)
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+class OllamaTranslator:
+    """Turns Ollama stream lines (SDK objects or dicts) into events. Pure: no I/O.
+
+    ``api`` picks the field names (``"chat"``: ``message.thinking`` / ``message.content`` /
+    ``message.tool_calls``; ``"generate"``: ``thinking`` / ``response``). ``inline_tags``
+    decides whether answer text is scanned for ``<think>`` tags: ``"auto"`` scans until the
+    native ``thinking`` field appears, ``True`` always, ``False`` never.
+
+    >>> t = OllamaTranslator(model="qwen3")
+    >>> t.feed({"message": {"role": "assistant", "thinking": "hm"}}) == [ReasoningDelta("hm")]
+    True
+    >>> answer = {"message": {"role": "assistant", "content": "hi"}}
+    >>> t.feed(answer) == [ReasoningEnd(), TextDelta("hi")]
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        provider: str = "ollama",
+        endpoint: str | None = None,
+        api: Literal["chat", "generate"] = "chat",
+        inline_tags: bool | Literal["auto"] = "auto",
+        start_in_reasoning: bool = False,
+        tags: Iterable[str] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.response_id: str | None = None
+        """Ollama names no response: always ``None``."""
+        self.endpoint = endpoint
+        self.api = api
+        self._always_scan = inline_tags is True
+        self._scanner: Scanner | None = (
+            Scanner(start_in_reasoning=start_in_reasoning, tags=tags)
+            if inline_tags is not False
+            else None
+        )
+        self._native_open = False
+        self._calls = 0
+        self.server_timings: dict[str, float] | None = None
+        """The final line's durations, in seconds (Ollama reports nanoseconds)."""
+
+    def feed(self, chunk: Any) -> list[Event]:
+        """Translate one stream line."""
+        events: list[Event] = []
+        if self.api == "chat":
+            message = field_of(chunk, "message")
+            thinking = text_of(field_of(message, "thinking"))
+            content = text_of(field_of(message, "content"))
+            tool_calls = field_of(message, "tool_calls") or ()
+        else:
+            thinking = text_of(field_of(chunk, "thinking"))
+            content = text_of(field_of(chunk, "response"))
+            tool_calls = ()
+
+        if thinking:
+            if self._scanner is not None and not self._always_scan:
+                # The server separates reasoning itself: tags in the answer are now just text.
+                events.extend(self._flush_scanner())
+            self._native_open = True
+            events.append(ReasoningDelta(thinking))
+        if content:
+            events.extend(self._close_native())
+            if self._scanner is not None:
+                events.extend(self._scanner.feed(content))
+            else:
+                events.append(TextDelta(content))
+        for call in tool_calls:
+            events.extend(self._close_native())
+            events.append(self._tool_call(call))
+
+        if field_of(chunk, "done"):
+            events.extend(self._flush_scanner())
+            events.extend(self._close_native())
+            events.extend(self._final(chunk))
+        return events
+
+    def finish(self) -> list[Event]:
+        """End of stream: release characters the tag scanner holds and close reasoning."""
+        return [*self._flush_scanner(), *self._close_native()]
+
+    def salvage(self) -> list[Event]:
+        """A broken stream releases what the tag scanner held back, as a finished one does."""
+        return self.finish()
+
+    def _flush_scanner(self) -> list[Event]:
+        scanner, self._scanner = self._scanner, None
+        if scanner is None:
+            return []
+        return list(scanner.flush())
+
+    def _close_native(self) -> list[Event]:
+        if not self._native_open:
+            return []
+        self._native_open = False
+        return [ReasoningEnd()]
+
+    def _tool_call(self, call: Any) -> ToolCall:
+        function = field_of(call, "function")
+        # Ollama's wire format has no call id before 0.12 and the SDK model drops it after;
+        # a per-stream counter gives each call a stable id the tool result can point at.
+        call_id = field_of(call, "id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = f"call_{self._calls}"
+        self._calls += 1
+        return ToolCall(
+            id=call_id,
+            name=text_of(field_of(function, "name")),
+            arguments=_arguments_text(field_of(function, "arguments")),
+        )
+
+    def _final(self, chunk: Any) -> list[Event]:
+        timings = {
+            name: value / _NANOSECONDS
+            for name in _DURATIONS
+            if isinstance(value := field_of(chunk, name), int | float)
+        }
+        self.server_timings = timings or None
+        events: list[Event] = []
+        prompt_tokens = field_of(chunk, "prompt_eval_count")
+        output_tokens = field_of(chunk, "eval_count")
+        if isinstance(prompt_tokens, int) or isinstance(output_tokens, int):
+            events.append(
+                UsageReport(
+                    Usage(
+                        input_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
+                        output_tokens=output_tokens if isinstance(output_tokens, int) else None,
+                    )
+                )
+            )
+        reason = field_of(chunk, "done_reason")
+        events.append(Finish(reason if isinstance(reason, str) and reason else "stop"))
+        return events

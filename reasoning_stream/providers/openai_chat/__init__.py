@@ -1,0 +1,320 @@
+"""OpenAI Chat Completions and every server that speaks it: DeepSeek, vLLM, SGLang, llama.cpp,
+LM Studio, Groq, OpenRouter.
+
+``OpenAIChatPipe`` builds the request (:mod:`.request`), opens the stream with the ``openai``
+SDK or the lean httpx transport, and the shared driver feeds the chunks through an
+:class:`~.translate.OpenAIChatTranslator`. Host quirks are configuration of this one adapter:
+which delta fields carry reasoning, whether content carries inline ``<think>`` tags, whether the
+model starts inside reasoning, and what goes back to the host in later turns.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Literal, Unpack
+
+import httpx
+
+from ..._conversation import PassbackPolicy, ReasoningPassback
+from ..._exceptions import UsageError
+from ..._history import HistoryTurn
+from ..._pipe import Pipe, Prompt
+from ..._tags import grammar_for
+from .._driver import EndpointOptions, ProviderPipe, require
+from .._spec import Demo, ProviderSpec
+from .._transports import (
+    AsyncSource,
+    Source,
+    aiter_sse_json,
+    asdk_source,
+    asse_source,
+    iter_sse_json,
+    sdk_source,
+    sse_source,
+)
+from . import request
+from .effort import PLANNER
+from .translate import REASONING_FIELDS, InlineTags, OpenAIChatTranslator, starts_in_reasoning
+
+__all__ = ["SPEC", "OpenAIChatPipe", "OpenAIChatTranslator", "starts_in_reasoning"]
+
+
+def _is_async_client(client: Any) -> bool:
+    if isinstance(client, httpx.AsyncClient):
+        return True
+    if isinstance(client, httpx.Client):
+        return False
+    # openai.AsyncOpenAI and its subclasses (AsyncAzureOpenAI, ...); the SDK's decorators hide
+    # that ``create`` is a coroutine function, so unwrap it for duck-typed clients.
+    if any(cls.__name__.startswith("Async") for cls in type(client).__mro__):
+        return True
+    create = getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)
+    return create is not None and inspect.iscoroutinefunction(inspect.unwrap(create))
+
+
+class OpenAIChatPipe(ProviderPipe):
+    """A Chat Completions stream (OpenAI or any compatible server) into one channel.
+
+    Reasoning is read from the delta's ``reasoning_content``, ``reasoning`` or
+    ``reasoning_details`` (one source per delta), or from ``<think>`` tags inside ``content``.
+
+    Args:
+        model: the model id.
+        client: an ``openai.OpenAI`` (for ``run()``) or ``openai.AsyncOpenAI`` (for
+            ``arun()``); with ``transport="httpx"`` an ``httpx.Client``/``AsyncClient``.
+            Without one the pipe builds its own from ``base_url`` and ``api_key``.
+        base_url: the ``/v1`` root, e.g. ``"http://localhost:8000/v1"`` for vLLM.
+        transport: ``"sdk"`` (the openai SDK) or ``"httpx"`` (the lean transport: httpx and
+            httpx-sse, ``json.loads``, no SDK model objects).
+        http_client: the ``httpx.Client``/``AsyncClient`` for ``transport="httpx"``.
+        inline_tags: ``"auto"`` scans ``content`` for ``<think>`` tags until native reasoning
+            appears; ``True`` always scans; ``False`` never does.
+        start_in_reasoning: the content starts inside reasoning (templates that pre-fill the
+            open tag). ``None``: recognised from the model id (DeepSeek-R1 and its
+            distillations, not ``deepseek-reasoner``). Needs inline tags on.
+        tags: tag names for the scanner (default ``think``, ``thinking``, ``reasoning``).
+        include_usage: request ``stream_options.include_usage`` (default on).
+        send_reasoning_back: put a turn's readable reasoning back on earlier assistant
+            messages as ``reasoning_content``. ``None``: only where the host needs it (a
+            ``deepseek`` model's tool-call turns, any ``kimi`` model's turns).
+        extra_body: fields merged into the request body (``chat_template_kwargs``,
+            ``grammar``, ...).
+        timeout: seconds, for clients the pipe builds and for each request.
+
+    The other keywords (``api_key``, ``name``, ``reasoning``, ...) are
+    :class:`~reasoning_stream.providers._driver.ProviderPipe`'s.
+
+    >>> pipe = OpenAIChatPipe("deepseek-reasoner", base_url="https://api.deepseek.com/v1")
+    >>> pipe.set_streaming_callback(print).run("Why is the sky blue?")  # doctest: +SKIP
+    """
+
+    provider: str | None = "openai-chat"
+    secret_env = ("OPENAI_API_KEY",)
+    extra: str = "openai"
+    sync_client_hint: ClassVar[str] = "a sync one (openai.OpenAI / httpx.Client)"
+    reasoning_fields: ClassVar[tuple[str, ...]] = REASONING_FIELDS
+    """Delta fields carrying reasoning, in priority order."""
+    reasoning_passback_field: ClassVar[str] = "reasoning_content"
+    """The assistant-message field readable reasoning goes back in."""
+    default_base_url: ClassVar[str] = "https://api.openai.com/v1"
+    """Used by the httpx transport when neither ``base_url`` nor the client names a root."""
+    api_key_env: ClassVar[str] = "OPENAI_API_KEY"
+    """Where the httpx transport finds a key when none is given."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        transport: Literal["sdk", "httpx"] = "sdk",
+        http_client: httpx.Client | httpx.AsyncClient | None = None,
+        inline_tags: InlineTags = "auto",
+        start_in_reasoning: bool | None = None,
+        tags: Iterable[str] | None = None,
+        include_usage: bool = True,
+        send_reasoning_back: bool | None = None,
+        **options: Unpack[EndpointOptions],
+    ) -> None:
+        super().__init__(model, **options)
+        if transport not in ("sdk", "httpx"):
+            raise UsageError(f"transport must be 'sdk' or 'httpx', got {transport!r}")
+        if inline_tags not in ("auto", True, False):
+            raise UsageError(f"inline_tags must be 'auto', True or False, got {inline_tags!r}")
+        self.transport = transport
+        self.inline_tags: InlineTags = inline_tags
+        self.tags: tuple[str, ...] | None = (
+            None if tags is None else tuple((tags,) if isinstance(tags, str) else tags)
+        )
+        grammar_for(self.tags)  # a bad tag name fails here, not in the middle of a stream
+        self.start_in_reasoning = (
+            self._detect_start_in_reasoning(model)
+            if start_in_reasoning is None
+            else start_in_reasoning
+        )
+        self.include_usage = include_usage
+        self.send_reasoning_back = send_reasoning_back
+        given = [c for c in (self.client, http_client) if c is not None]
+        if len(given) > 1:
+            raise UsageError("give client= or http_client=, not both")
+        if transport == "sdk" and http_client is not None:
+            raise UsageError(
+                "http_client= is for transport='httpx'; with the SDK pass "
+                "client=openai.OpenAI(http_client=...) instead"
+            )
+        if (
+            transport == "httpx"
+            and given
+            and not isinstance(given[0], (httpx.Client, httpx.AsyncClient))
+        ):
+            raise UsageError(
+                "transport='httpx' needs an httpx.Client or httpx.AsyncClient, got "
+                f"{type(given[0]).__name__}; pass it as http_client=, or use "
+                "transport='sdk' with an openai client"
+            )
+        if http_client is not None:
+            self.client = http_client
+            if self.endpoint is None:
+                self.endpoint = str(http_client.base_url).rstrip("/") or None
+
+    # ------------------------------------------------------------------------ configuration
+
+    def _detect_start_in_reasoning(self, model: str) -> bool:
+        return starts_in_reasoning(model)
+
+    def _auto_send_reasoning(self, message: Mapping[str, Any]) -> bool:
+        model = (self.model or "").lower()
+        if "kimi" in model:
+            return True
+        return "deepseek" in model and bool(message.get("tool_calls"))
+
+    def translator(self) -> OpenAIChatTranslator:
+        """A fresh translator configured for this pipe (one per stream)."""
+        return OpenAIChatTranslator(
+            provider=self.provider or self.name,
+            model=self.model or "",
+            endpoint=self.endpoint,
+            inline_tags=self.inline_tags,
+            start_in_reasoning=self.start_in_reasoning,
+            tags=self.tags,
+            reasoning_fields=self.reasoning_fields,
+        )
+
+    # ----------------------------------------------------------------------------- request
+
+    def build_request(self, prompt: Prompt | Any) -> dict[str, Any]:
+        """The JSON body of the request for ``prompt`` (``extra_body`` merged last).
+
+        With the SDK transport, ``model`` and ``messages`` become the call's arguments and
+        everything else goes through the SDK's ``extra_body``, so the wire body is the same.
+        """
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [self._message(turn) for turn in self.turns(prompt)],
+            "stream": True,
+        }
+        if self.include_usage:
+            body["stream_options"] = {"include_usage": True}
+        body.update(self.request_options())
+        body = self.with_reasoning(body)
+        body.update(self.extra_body)
+        return body
+
+    def request_options(self) -> dict[str, Any]:
+        """Body fields a host-specific pipe adds (merged before ``extra_body``)."""
+        return {}
+
+    def _message(self, turn: HistoryTurn) -> dict[str, Any]:
+        send = self.send_reasoning_back
+        if send is None and turn.reasoning:
+            send = self._auto_send_reasoning(turn.message)
+        return request.message(
+            turn, self, send_reasoning=bool(send), reasoning_field=self.reasoning_passback_field
+        )
+
+    # ------------------------------------------------------------------------------ clients
+
+    def is_async_client(self, client: Any) -> bool:
+        """``openai.AsyncOpenAI`` (and subclasses) or ``httpx.AsyncClient``."""
+        return _is_async_client(client)
+
+    def build_client(self, *, asynchronous: bool) -> Any:
+        """An httpx client for ``transport="httpx"``, else the openai SDK's client."""
+        if self.transport == "httpx":
+            cls = httpx.AsyncClient if asynchronous else httpx.Client
+            return cls(timeout=self._http_timeout())
+        openai = require("openai", self.extra)
+        cls = openai.AsyncOpenAI if asynchronous else openai.OpenAI
+        return cls(**self._client_options())
+
+    async def aclose_client(self, client: Any) -> None:
+        """Close an async client built for one run (httpx's is ``aclose()``)."""
+        await (client.aclose() if self.transport == "httpx" else client.close())
+
+    def _http_timeout(self) -> httpx.Timeout:
+        if self.timeout is not None:
+            return httpx.Timeout(self.timeout)
+        # Reasoning models may think a long while before the first byte: the SDK's defaults.
+        return httpx.Timeout(600.0, connect=5.0)
+
+    def _url(self, client: httpx.Client | httpx.AsyncClient) -> str:
+        if self.base_url is not None:
+            return f"{self.base_url}/chat/completions"
+        if self.client is not None and str(client.base_url):
+            return "chat/completions"
+        return f"{self.default_base_url}/chat/completions"
+
+    def _headers(self) -> dict[str, str]:
+        key = self._api_key
+        if key is None and self.client is None:
+            key = os.environ.get(self.api_key_env)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    # ------------------------------------------------------------------------------ streams
+
+    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
+        """POST the request with the SDK or httpx; the stream of chunks."""
+        body = self.build_request(prompt)
+        if self.transport == "httpx":
+            return sse_source(
+                iter_sse_json(
+                    client,
+                    self._url(client),
+                    body=body,
+                    headers=self._headers(),
+                    provider=self.provider or self.name,
+                )
+            )
+        return sdk_source(
+            client.chat.completions.create(**request.sdk_arguments(body, self.timeout))
+        )
+
+    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
+        """Async twin of :meth:`open_stream`."""
+        body = self.build_request(prompt)
+        if self.transport == "httpx":
+            return asse_source(
+                aiter_sse_json(
+                    client,
+                    self._url(client),
+                    body=body,
+                    headers=self._headers(),
+                    provider=self.provider or self.name,
+                )
+            )
+        stream = await client.chat.completions.create(**request.sdk_arguments(body, self.timeout))
+        return asdk_source(stream)
+
+    # ------------------------------------------------------------------------------- errors
+
+
+def _passback(model: str | None) -> PassbackPolicy:
+    lowered = (model or "").lower()
+    # DeepSeek answers 400 when a tool-call turn comes back without its reasoning_content,
+    # in every later request; Kimi's thinking models likewise.
+    reasoning: ReasoningPassback = (
+        "tool_calls" if "deepseek" in lowered or "kimi" in lowered else "never"
+    )
+    return PassbackPolicy(
+        states="tool_loop", reasoning=reasoning, kinds=frozenset({"reasoning_details"})
+    )
+
+
+def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
+    openai = require("openai", "openai")
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="demo-key-not-secret", max_retries=0)
+    return OpenAIChatPipe(model, client=client, name=name)
+
+
+SPEC = ProviderSpec(
+    id="openai-chat",
+    name="openai",
+    pipe="OpenAIChatPipe",
+    extra="openai",
+    key_env=("OPENAI_API_KEY",),
+    base_url_env="OPENAI_BASE_URL",
+    passback=_passback,
+    effort=PLANNER,
+    demo=Demo("openai_chat_reasoning_content", "deepseek-reasoner", _demo_pipe),
+)
+"""OpenAI Chat Completions and the servers that speak it."""

@@ -1,0 +1,114 @@
+"""The effort plan of OpenAI-style Chat Completions: ``reasoning_effort`` or a Qwen switch."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..._effort import (
+    Ask,
+    Draft,
+    EffortPlanner,
+    EffortRow,
+    always_reasons,
+    cannot_reason,
+    level_for,
+    model_tail,
+)
+
+# --------------------------------------------------------------------------------- OpenAI
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIFamily:
+    kind: Literal["none", "fixed", "effort", "qwen"]
+    off: str | None = None
+    """The effort value that turns reasoning off, for the models that have one."""
+
+
+_GPT5 = re.compile(r"gpt-5(?:\.(\d+))?")
+
+
+def openai_family(model: str) -> OpenAIFamily:
+    name = model_tail(model)
+    if name.startswith(("gpt-3.5", "gpt-4", "chatgpt-")) or re.match(r"gpt-5[.\d]*-chat", name):
+        return OpenAIFamily("none")
+    if "gpt-oss" in name:
+        return OpenAIFamily("effort")
+    gpt5 = _GPT5.match(name)
+    if gpt5 is not None:
+        if "-pro" in name:
+            # GPT-5 pro runs at one fixed, high effort.
+            return OpenAIFamily("fixed")
+        if "codex" in name:
+            return OpenAIFamily("effort")
+        # GPT-5 itself has "minimal"; from 5.1 on, "none" replaced it.
+        return OpenAIFamily("effort", off="none" if gpt5.group(1) else "minimal")
+    if re.match(r"o\d", name):
+        if name.startswith(("o1-mini", "o1-preview")):
+            return OpenAIFamily("fixed")
+        return OpenAIFamily("effort")
+    # Before the Qwen checks: R1 distillations carry the base model's name (R1-Distill-Qwen).
+    if "deepseek" in name and ("reasoner" in name or "r1" in name):
+        return OpenAIFamily("fixed")
+    if "qwq" in name or ("qwen" in name and "thinking" in name):
+        return OpenAIFamily("fixed")
+    if "qwen" in name:
+        if name.startswith("qwen2") or "instruct-2507" in name:
+            return OpenAIFamily("none")
+        return OpenAIFamily("qwen")
+    # Unknown ids on OpenAI-compatible servers: reasoning_effort is the common field, and
+    # servers that do not know it ignore it.
+    return OpenAIFamily("effort")
+
+
+def effort_draft(
+    family: OpenAIFamily, ask: Ask, where: str, put: Callable[[str], dict[str, Any]]
+) -> Draft:
+    if ask.kind == "off":
+        if family.off is None:
+            return Draft(
+                warnings=[f"{where} has no effort value that turns reasoning off; nothing sent"],
+                supported=False,
+            )
+        return Draft(put(family.off))
+    level, notes = level_for(ask, where)
+    return Draft(put(level), notes)
+
+
+def _plan_openai_chat(model: str, ask: Ask, max_tokens: int | None, where: str) -> Draft:
+    family = openai_family(model)
+    if family.kind == "none":
+        return cannot_reason()
+    if family.kind == "fixed":
+        return always_reasons(ask, where)
+    if family.kind == "qwen":
+        # Qwen's chat template has a thinking switch and nothing finer.
+        on = ask.kind != "off"
+        notes: list[str] = []
+        if ask.kind in ("level", "budget"):
+            notes.append(
+                f"{where} only switches thinking on or off: {ask.raw!r} was sent as "
+                "enable_thinking=True"
+            )
+        return Draft({"chat_template_kwargs": {"enable_thinking": on}}, notes)
+    return effort_draft(family, ask, where, lambda value: {"reasoning_effort": value})
+
+
+PLANNER = EffortPlanner(
+    _plan_openai_chat,
+    rows=(
+        EffortRow("o1, o3, o4, gpt-5 codex, gpt-oss, any other id", "o4-mini"),
+        EffortRow("gpt-5, gpt-5-mini, gpt-5-nano", "gpt-5-mini"),
+        EffortRow("gpt-5.1 and later gpt-5.x", "gpt-5.1"),
+        EffortRow("qwen (Qwen3 and later)", "qwen3-32b"),
+        EffortRow(
+            "deepseek-reasoner, DeepSeek-R1, QwQ, Qwen *-thinking, o1-mini, o1-preview, gpt-5 pro",
+            "deepseek-reasoner",
+        ),
+        EffortRow("gpt-3.5, gpt-4*, chatgpt-*, gpt-5 chat, qwen2*, Qwen *-instruct-2507", "gpt-4o"),
+    ),
+)
+"""Chat Completions' effort plan (OpenAI, DeepSeek, vLLM, SGLang, llama.cpp, ...)."""

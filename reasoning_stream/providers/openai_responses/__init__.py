@@ -1,0 +1,266 @@
+"""The OpenAI Responses API (``POST /v1/responses``): reasoning models, Codex, gpt-oss servers.
+
+:class:`OpenAIResponsesPipe` builds the input items (:mod:`.request`: reasoning items replayed
+before the items they preceded), opens the stream with the official ``openai`` SDK, and the
+shared driver feeds the events through an :class:`~.translate.OpenAIResponsesTranslator`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any, ClassVar, Unpack
+
+from ..._conversation import PassbackPolicy
+from ..._exceptions import UsageError
+from ..._history import HistoryTurn
+from ..._pipe import Pipe, Prompt
+from .._driver import EndpointOptions, ProviderPipe, require
+from .._spec import Demo, ProviderSpec
+from .._transports import AsyncSource, Source, asdk_source, sdk_source
+from . import request
+from .effort import PLANNER
+from .translate import (
+    ENCRYPTED_KIND,
+    PROVIDER,
+    REASONING_ITEM_KIND,
+    OpenAIResponsesTranslator,
+    field_of,
+)
+
+__all__ = ["SPEC", "OpenAIResponsesPipe", "OpenAIResponsesTranslator"]
+
+_STATE_KINDS = frozenset({REASONING_ITEM_KIND, ENCRYPTED_KIND})
+_ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
+
+
+class OpenAIResponsesPipe(ProviderPipe):
+    """Streams a turn from the OpenAI Responses API (reasoning models, Codex, gpt-oss servers).
+
+    Reasoning summaries and raw reasoning text reach the channel as reasoning segments, one
+    per summary part; the answer as text; function calls land on ``result.tool_calls``.
+    Each reasoning item is kept on ``result.reasoning_state`` (kind ``"reasoning_item"``, or
+    ``"encrypted"`` when it carries ``encrypted_content``; the payload is the item's JSON)
+    and is sent back before the items it preceded when a conversation replays the turn.
+
+    Args:
+        model: the model id (``"o4-mini"``, ``"gpt-5-codex"``, ``"openai/gpt-oss-20b"``).
+        client: an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` client.
+        base_url: the ``/v1`` API root, to build clients when none is given.
+        api_key: the key for built clients (default: the SDK reads ``OPENAI_API_KEY``).
+        store: the request's ``store``; ``False`` (stateless, Zero Data Retention) also asks
+            for ``include=["reasoning.encrypted_content"]`` so reasoning can be replayed.
+        reasoning_summary: ``reasoning.summary`` (``"auto"``, ``"concise"``, ``"detailed"``);
+            ``None`` leaves it out (servers without summaries).
+        instructions: the request's ``instructions`` (a system message, server side).
+        extra_body: more JSON fields; dict values merge into the pipe's own
+            (``{"reasoning": {"effort": "high"}}`` keeps the summary setting).
+        max_retries: SDK retries for clients the pipe builds (default 0: a retry would
+            replay the stream into the channel).
+
+    >>> pipe = OpenAIResponsesPipe("o4-mini", base_url="http://localhost:8000/v1", api_key="k")
+    >>> pipe.build_request("Hi")["reasoning"]
+    {'summary': 'auto'}
+    """
+
+    provider = PROVIDER
+    secret_env = ("OPENAI_API_KEY",)
+    extra = "openai"
+    sync_client_hint: ClassVar[str] = "a sync openai.OpenAI client"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        store: bool | None = None,
+        reasoning_summary: str | None = "auto",
+        instructions: str | None = None,
+        max_retries: int = 0,
+        **options: Unpack[EndpointOptions],
+    ) -> None:
+        super().__init__(model, **options)
+        self.store = store
+        self.reasoning_summary = reasoning_summary
+        self.instructions = instructions
+        self.max_retries = max_retries
+
+    # ------------------------------------------------------------------------ requests
+
+    def reasoning_options(self) -> dict[str, Any]:
+        """The request's ``reasoning`` object; the one place its keys are decided."""
+        options: dict[str, Any] = {}
+        if self.reasoning_summary is not None:
+            options["summary"] = self.reasoning_summary
+        return options
+
+    def build_request(self, prompt: Prompt | Any) -> dict[str, Any]:
+        """The JSON body of the streaming ``POST /v1/responses`` request for ``prompt``."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "input": self.input_items(prompt),
+            "stream": True,
+        }
+        if self.instructions is not None:
+            body["instructions"] = self.instructions
+        reasoning = self.reasoning_options()
+        if reasoning:
+            body["reasoning"] = reasoning
+        if self.store is not None:
+            body["store"] = self.store
+        if self.store is False:
+            body["include"] = [_ENCRYPTED_INCLUDE]
+        body = self.with_reasoning(body)
+        for key, value in self.extra_body.items():
+            current = body.get(key)
+            if isinstance(current, dict) and isinstance(value, Mapping):
+                body[key] = {**current, **value}
+            elif key == "include" and isinstance(current, list) and isinstance(value, list):
+                body[key] = [*current, *(entry for entry in value if entry not in current)]
+            else:
+                body[key] = value
+        return body
+
+    def input_items(self, prompt: Prompt | Any) -> list[dict[str, Any]]:
+        """The request's ``input``: every history turn as Responses input items."""
+        items: list[dict[str, Any]] = []
+        for turn in self.turns(prompt):
+            items += self.turn_items(turn)
+        return items
+
+    def turn_items(self, turn: HistoryTurn) -> list[dict[str, Any]]:
+        """One history turn as input items; an assistant turn replays its reasoning first."""
+        message = turn.message
+        role = message.get("role")
+        if role is None and "type" in message:
+            # Already a Responses input item (a reasoning item, an item_reference, ...).
+            return [dict(message)]
+        if role == "assistant":
+            return self._assistant_items(turn)
+        if role == "tool":
+            return [
+                {
+                    "type": "function_call_output",
+                    "call_id": message.get("tool_call_id"),
+                    "output": request.tool_output(message.get("content")),
+                }
+            ]
+        return [{"role": role, "content": request.input_content(message.get("content"))}]
+
+    def _assistant_items(self, turn: HistoryTurn) -> list[dict[str, Any]]:
+        message = turn.message
+        items: list[dict[str, Any]] = []
+        message_ids: list[dict[str, Any]] = []
+        call_ids: dict[str, str] = {}
+        for state in turn.states:
+            if not state.may_go_to(self, check_endpoint=False):
+                continue
+            if state.kind not in _STATE_KINDS:
+                continue
+            item = request.reasoning_input_item(state)
+            if item is None:
+                continue
+            if self.store is False and "encrypted_content" not in item:
+                # A stored-by-id item cannot be resolved by a stateless request.
+                continue
+            items.append(item)
+            # Items that followed a replayed reasoning item go back with their ids: the API
+            # rejects a reasoning item sent without its following item.
+            for follower in state.extra.get("followed_by", ()):
+                if not isinstance(follower, Mapping) or not follower.get("id"):
+                    continue
+                if follower.get("type") == "message":
+                    message_ids.append(dict(follower))
+                elif follower.get("type") == "function_call" and follower.get("call_id"):
+                    call_ids[str(follower["call_id"])] = str(follower["id"])
+        text = request.content_text(message.get("content"))
+        if text:
+            if message_ids:
+                output: dict[str, Any] = {
+                    "type": "message",
+                    "id": message_ids[0]["id"],
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+                if message_ids[0].get("phase"):
+                    output["phase"] = message_ids[0]["phase"]
+                items.append(output)
+            else:
+                items.append({"role": "assistant", "content": text})
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            call_id = call.get("id")
+            item = {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": function.get("name"),
+                "arguments": request.arguments_text(function.get("arguments")),
+            }
+            if isinstance(call_id, str) and call_id in call_ids:
+                item["id"] = call_ids[call_id]
+            items.append(item)
+        return items
+
+    # ------------------------------------------------------------------------- clients
+
+    def _client_options(self) -> dict[str, Any]:
+        return {**super()._client_options(), "max_retries": self.max_retries}
+
+    def is_async_client(self, client: Any) -> bool:
+        """``openai.AsyncOpenAI`` and anything whose ``responses.create`` is a coroutine."""
+        return inspect.iscoroutinefunction(field_of(field_of(client, "responses"), "create"))
+
+    def build_client(self, *, asynchronous: bool) -> Any:
+        """``openai.OpenAI`` or ``openai.AsyncOpenAI`` from the pipe's options."""
+        openai = require("openai", self.extra)
+        class_name = "AsyncOpenAI" if asynchronous else "OpenAI"
+        try:
+            return getattr(openai, class_name)(**self._client_options())
+        except openai.OpenAIError as error:
+            raise UsageError(
+                f"{self.name}: could not build an openai.{class_name}: {error} "
+                "(pass api_key=, for local servers any non-empty string, or client=)"
+            ) from error
+
+    def translator(self) -> OpenAIResponsesTranslator:
+        """A fresh translator for one response."""
+        return OpenAIResponsesTranslator(
+            model=self.model or "", provider=self.provider or PROVIDER, endpoint=self.endpoint
+        )
+
+    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
+        """``responses.create(stream=True)`` with the sync client."""
+        body = self.build_request(prompt)
+        create = client.responses.create
+        return sdk_source(create(**request.sdk_arguments(create, body)))
+
+    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
+        """``responses.create(stream=True)`` with the async client."""
+        body = self.build_request(prompt)
+        create = client.responses.create
+        return asdk_source(await create(**request.sdk_arguments(create, body)))
+
+
+def _passback(model: str | None) -> PassbackPolicy:
+    # Reasoning items go back with every earlier turn (stateless replay pairs them by id).
+    return PassbackPolicy(states="always")
+
+
+def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
+    openai = require("openai", "openai")
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key="demo-key-not-secret", max_retries=0)
+    return OpenAIResponsesPipe(model, client=client, name=name)
+
+
+SPEC = ProviderSpec(
+    id="openai-responses",
+    name="responses",
+    pipe="OpenAIResponsesPipe",
+    extra="openai",
+    key_env=("OPENAI_API_KEY",),
+    base_url_env="OPENAI_BASE_URL",
+    passback=_passback,
+    effort=PLANNER,
+    demo=Demo("openai_responses_summary", "o4-mini", _demo_pipe),
+)
+"""The OpenAI Responses API."""
