@@ -27,7 +27,7 @@ from reasoning_stream import (
 )
 from reasoning_stream.hub import Entry, Hub
 from reasoning_stream.testing import ScriptedPipe
-from tests.strategies import script_events, tag_text
+from reasoning_stream.testing.strategies import event_scripts, tag_text
 
 LAWS = settings(
     max_examples=40,
@@ -37,7 +37,7 @@ LAWS = settings(
 
 extra_events = st.lists(
     st.one_of(
-        script_events.map(tuple),
+        event_scripts().map(tuple),
         st.builds(lambda n: (ToolCall(f"call_{n}", "lookup", '{"q": 1}'),), st.integers(0, 9)),
         st.just((UsageReport(Usage(3, 5, 2)),)),
     ),
@@ -81,7 +81,7 @@ def test_entries_carry_exactly_the_channel(hub: Hub, events: list[Event]) -> Non
 
 
 @LAWS
-@given(events=script_events, backend=st.sampled_from(["asyncio", "trio"]))
+@given(events=event_scripts(), backend=st.sampled_from(["asyncio", "trio"]))
 def test_resume_after_every_entry_is_exact(hub: Hub, events: list[Event], backend: str) -> None:
     stream_id = new_id()
     pipe = ScriptedPipe(events)
@@ -273,7 +273,7 @@ def test_opaque_state_is_never_published(hub: Hub) -> None:
 
 
 @LAWS
-@given(text=tag_text)
+@given(text=tag_text())
 def test_a_pipeline_is_one_stream(hub: Hub, text: str) -> None:
     first = ScriptedPipe([ReasoningDelta(text), TextDelta("x<thi")], name="first")
     second = ScriptedPipe(lambda prompt: [TextDelta("nk>" + text)], name="second")

@@ -29,15 +29,15 @@ from reasoning_stream import (
 )
 from reasoning_stream.hub import Entry, MemoryHub
 from reasoning_stream.testing import ScriptedPipe
+from reasoning_stream.testing.strategies import event_scripts
 from reasoning_stream.web import translator_for
-from tests.strategies import script_events
 
 AGUI = TypeAdapter(AGUIEvent)
 PURE = settings(max_examples=60, deadline=None)
 
 scripts = st.lists(
     st.one_of(
-        script_events.map(tuple),
+        event_scripts().map(tuple),
         st.builds(lambda n: (ToolCall(f"call_{n}", "lookup", '{"q": 1}'),), st.integers(0, 9)),
         st.just((UsageReport(Usage(3, 5, 2)),)),
     ),
