@@ -18,8 +18,10 @@ provider, model or endpoint is never replayed. Provider pipes call it through
 
 from __future__ import annotations
 
+import base64
 import json
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Self, TypeAlias, get_args, overload
@@ -29,12 +31,14 @@ from ._exceptions import UsageError
 from ._history import HistoryTurn
 from ._messages import INERT_MESSAGE_KEYS, strip_inert_keys
 from ._pipe import PipeResult, Status
+from ._preflight import PassbackProblem, PreflightTurn
 
 __all__ = [
     "Conversation",
     "GenerationRecord",
     "GenerationStatus",
     "PassbackPolicy",
+    "PassbackProblem",
     "ReasoningPassback",
     "StatePassback",
     "TurnRecord",
@@ -193,7 +197,7 @@ class TurnRecord:
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
-            "states": [state.to_json() for state in self.states],
+            "states": [_state_to_json(state) for state in self.states],
             "response_id": self.response_id,
             "status": self.status,
             "finish_reason": self.finish_reason,
@@ -206,7 +210,7 @@ class TurnRecord:
             provider=data.get("provider"),
             model=data.get("model"),
             endpoint=data.get("endpoint"),
-            states=tuple(ReasoningState.from_json(state) for state in data.get("states", ())),
+            states=tuple(_state_from_json(state) for state in data.get("states", ())),
             response_id=data.get("response_id"),
             status=data.get("status", "completed"),
             finish_reason=data.get("finish_reason"),
@@ -227,6 +231,41 @@ def _persistable(states: Iterable[ReasoningState]) -> tuple[ReasoningState, ...]
             state = replace(state, extra=plain)
         kept.append(state)
     return tuple(kept)
+
+
+_BYTES_KEY = "__base64__"
+
+
+def _state_to_json(state: ReasoningState) -> dict[str, Any]:
+    """``state.to_json()`` with bytes anywhere in ``extra`` as ``{"__base64__": "..."}``."""
+    data = state.to_json()
+    data["extra"] = _bytes_out(data["extra"])
+    return data
+
+
+def _state_from_json(data: Mapping[str, Any]) -> ReasoningState:
+    """The inverse of :func:`_state_to_json`: the bytes in ``extra`` come back as bytes."""
+    return ReasoningState.from_json({**data, "extra": _bytes_in(data.get("extra") or {})})
+
+
+def _bytes_out(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return {_BYTES_KEY: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, Mapping):
+        return {key: _bytes_out(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_bytes_out(item) for item in value]
+    return value
+
+
+def _bytes_in(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if len(value) == 1 and isinstance(value.get(_BYTES_KEY), str):
+            return base64.b64decode(value[_BYTES_KEY])
+        return {key: _bytes_in(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_bytes_in(item) for item in value]
+    return value
 
 
 def _same_endpoint(made: str | None, asking: str | None) -> bool:
@@ -317,7 +356,7 @@ class GenerationRecord:
             "partial_text": self.partial_text,
             "partial_reasoning": self.partial_reasoning,
             "tool_calls": _plain(self.tool_calls),
-            "reasoning_state": [state.to_json() for state in self.reasoning_state],
+            "reasoning_state": [_state_to_json(state) for state in self.reasoning_state],
             "finish_reason": self.finish_reason,
             "error": self.error,
             "updated_at": self.updated_at,
@@ -341,7 +380,7 @@ class GenerationRecord:
             partial_reasoning=data.get("partial_reasoning", ""),
             tool_calls=_plain(list(data.get("tool_calls", ()))),
             reasoning_state=tuple(
-                ReasoningState.from_json(state) for state in data.get("reasoning_state", ())
+                _state_from_json(state) for state in data.get("reasoning_state", ())
             ),
             finish_reason=data.get("finish_reason"),
             error=data.get("error"),
@@ -370,6 +409,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     return value
+
+
+def _spec_of(pipe: object) -> Any:
+    # The registry is asked at call time: core imports no provider package up front.
+    from .providers._spec import spec
+
+    return spec(getattr(pipe, "provider", None))
 
 
 def _role(message: Mapping[str, Any]) -> Any:
@@ -409,7 +455,7 @@ class Conversation(Sequence[dict[str, Any]]):
     :class:`GenerationRecord` of a run that fails or is cancelled.
     """
 
-    __slots__ = ("_messages", "_pending", "_records")
+    __slots__ = ("_messages", "_pending", "_records", "_repair")
 
     def __init__(
         self, messages: Iterable[Mapping[str, Any]] = (), *, system: str | None = None
@@ -417,6 +463,7 @@ class Conversation(Sequence[dict[str, Any]]):
         self._messages: list[dict[str, Any]] = []
         self._records: list[TurnRecord | None] = []
         self._pending: GenerationRecord | None = None
+        self._repair = False
         if system is not None:
             self.add_system(system)
         for message in messages:
@@ -532,12 +579,20 @@ class Conversation(Sequence[dict[str, Any]]):
         return pending
 
     def run(
-        self, pipe: Any, *, store: Any = None, conversation_id: str | None = None
+        self,
+        pipe: Any,
+        *,
+        repair: bool = False,
+        store: Any = None,
+        conversation_id: str | None = None,
     ) -> PipeResult:
         """Run ``pipe`` on this history and add its answer, tracking the generation.
 
         If the run fails or is cancelled the answer is not added: the pending generation
-        keeps what it captured, and the error propagates.
+        keeps what it captured, and the error propagates. A history the provider would
+        reject (:meth:`preflight`) raises ``UsageError`` before any request, unless
+        ``repair=True``: then what the provider's docs say to drop or fill is dropped or
+        filled for this request, with a warning saying what.
 
         With ``store=`` (a ``reasoning_stream.store`` store) and ``conversation_id=`` the
         run is recorded there too: this conversation is saved when it is new or extends the
@@ -549,12 +604,12 @@ class Conversation(Sequence[dict[str, Any]]):
         if store is not None or conversation_id is not None:
             from .store._run import run_with_store
 
-            answer, latest = run_with_store(store, conversation_id, pipe, self)
+            answer, latest = run_with_store(store, conversation_id, pipe, self, repair=repair)
             self._adopt(latest)
             return answer
         record = self.begin_generation(pipe)
         try:
-            result: PipeResult = pipe.run(self)
+            result: PipeResult = pipe.run(self.with_repair() if repair else self)
         except BaseException:
             record.update_from(getattr(pipe, "last_result", None))
             raise
@@ -562,18 +617,25 @@ class Conversation(Sequence[dict[str, Any]]):
         return result
 
     async def arun(
-        self, pipe: Any, *, store: Any = None, conversation_id: str | None = None
+        self,
+        pipe: Any,
+        *,
+        repair: bool = False,
+        store: Any = None,
+        conversation_id: str | None = None,
     ) -> PipeResult:
         """:meth:`run` on the running event loop, through ``pipe.arun``."""
         if store is not None or conversation_id is not None:
             from .store._run import arun_with_store
 
-            answer, latest = await arun_with_store(store, conversation_id, pipe, self)
+            answer, latest = await arun_with_store(
+                store, conversation_id, pipe, self, repair=repair
+            )
             self._adopt(latest)
             return answer
         record = self.begin_generation(pipe)
         try:
-            result: PipeResult = await pipe.arun(self)
+            result: PipeResult = await pipe.arun(self.with_repair() if repair else self)
         except BaseException:
             record.update_from(getattr(pipe, "last_result", None))
             raise
@@ -594,7 +656,12 @@ class Conversation(Sequence[dict[str, Any]]):
         Every message goes without its inert keys. An assistant turn carries its opaque
         states and readable reasoning only when the policy asks for them and the turn was
         made by the pipe's own provider, model and endpoint; anything else stays here.
+        A conversation from :meth:`with_repair` gives the repaired turns.
         """
+        turns = self._turns_for(pipe)
+        return self._repaired(pipe, turns) if self._repair else turns
+
+    def _turns_for(self, pipe: object) -> list[HistoryTurn]:
         policy = PassbackPolicy.for_pipe(pipe)
         loop_start = self._tool_loop_start()
         turns: list[HistoryTurn] = []
@@ -626,6 +693,75 @@ class Conversation(Sequence[dict[str, Any]]):
                 reasoning = thinking
             turns.append(HistoryTurn(visible, states=states, reasoning=reasoning))
         return turns
+
+    # ----------------------------------------------------------------------- preflight
+
+    def preflight(self, pipe: object) -> list[PassbackProblem]:
+        """What ``pipe``'s provider is documented to reject in the request it would build.
+
+        Nothing is called. Each :class:`PassbackProblem` names the message index, a code and
+        what to do; an empty list means nothing known to be rejected. The provider's spec
+        holds the rules (its ``preflight``); a pipe of an unknown provider gets ``[]``.
+        """
+        found = _spec_of(pipe)
+        if found is None or found.preflight is None:
+            return []
+        problems: list[PassbackProblem] = found.preflight(
+            pipe, self._preflight_turns(pipe, self._turns_for(pipe))
+        )
+        return problems
+
+    def check_passback(self, pipe: object) -> None:
+        """Raise ``UsageError`` naming the :meth:`preflight` problems, if there are any.
+
+        Provider pipes call it before sending a request. A conversation from
+        :meth:`with_repair` repairs instead of raising.
+        """
+        if self._repair:
+            return
+        problems = self.preflight(pipe)
+        if problems:
+            listed = "; ".join(str(problem) for problem in problems)
+            raise UsageError(
+                f"the provider would reject this conversation: {listed}. Fix the history, or "
+                "run it with conversation.run(pipe, repair=True) (or pipe.run("
+                "conversation.with_repair())) to drop or fill what the provider's docs allow"
+            )
+
+    def with_repair(self) -> Conversation:
+        """A copy whose runs repair what :meth:`preflight` finds instead of raising.
+
+        Pass it wherever a pipe takes a conversation (``pipe.run``, a hub, a pipeline);
+        each request then carries the repaired turns and a ``UserWarning`` says what was
+        dropped or filled.
+        """
+        copied = self.copy()
+        copied._repair = True
+        return copied
+
+    def _preflight_turns(self, pipe: object, turns: Sequence[HistoryTurn]) -> list[PreflightTurn]:
+        loop_start = self._tool_loop_start()
+        return [
+            PreflightTurn(index, turn, self._records[index], index >= loop_start)
+            for index, turn in enumerate(turns)
+        ]
+
+    def _repaired(self, pipe: object, turns: list[HistoryTurn]) -> list[HistoryTurn]:
+        found = _spec_of(pipe)
+        if found is None or found.preflight is None or found.repair is None:
+            return turns
+        checked = self._preflight_turns(pipe, turns)
+        if not found.preflight(pipe, checked):
+            return turns
+        repaired, notes = found.repair(pipe, checked)
+        if notes:
+            warnings.warn(
+                "repaired the conversation for the provider: " + "; ".join(notes),
+                UserWarning,
+                stacklevel=4,
+            )
+        fixed: list[HistoryTurn] = repaired
+        return fixed
 
     def _last_user_index(self) -> int:
         for index in range(len(self._messages) - 1, -1, -1):

@@ -380,27 +380,25 @@ class StrategyPipe(Pipe):
 
     def run(self, prompt: Prompt) -> StrategyResult:
         """Run the wrapped pipe with the strategy; the result lists the drafted steps."""
-        try:
-            result = super().run(prompt)
-        except BaseException as error:
-            self._annotate_failure(error)
-            raise
-        return self._annotated(result)
+        result = super().run(prompt)
+        assert isinstance(result, StrategyResult)
+        return result
 
     async def arun(self, prompt: Prompt) -> StrategyResult:
         """:meth:`run` on the running event loop."""
-        try:
-            result = await super().arun(prompt)
-        except BaseException as error:
-            self._annotate_failure(error)
-            raise
-        return self._annotated(result)
+        result = await super().arun(prompt)
+        assert isinstance(result, StrategyResult)
+        return result
 
-    def _annotate_failure(self, error: BaseException) -> None:
+    def _conclude(self, error: BaseException | None) -> BaseException | None:
+        # Every run ends here (run, arun, a Pipeline's turn, every exit path): the result
+        # it records becomes a StrategyResult, on the pipe and on the error alike.
+        raised = super()._conclude(error)
         if self.last_result is not None:
             annotated = self._annotated(self.last_result)
-            if isinstance(error, ReasoningStreamError) and error.result is not None:
-                error.result = annotated
+            if isinstance(raised, ReasoningStreamError) and raised.result is not None:
+                raised.result = annotated
+        return raised
 
     def _annotated(self, result: PipeResult) -> StrategyResult:
         if isinstance(result, StrategyResult):

@@ -32,7 +32,7 @@ from reasoning_stream.strategies import (
     native_thinking,
 )
 from reasoning_stream.testing import ScriptedPipe, Transcript, WireServer
-from tests.strategies import chunkings, tag_text
+from reasoning_stream.testing.strategies import chunkings, tag_text
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
 
@@ -283,7 +283,7 @@ def test_prompt_shapes() -> None:
 @given(st.data())
 def test_any_tagged_text_in_any_chunking_splits_as_split_does(data: st.DataObject) -> None:
     """Through the strategy pipe, text deltas split exactly as ``split(lossless=True)``."""
-    text = data.draw(tag_text)
+    text = data.draw(tag_text())
     pieces = data.draw(chunkings(text))
     channel: list[str] = []
     pipe = ChainOfDraft().apply(ScriptedPipe([TextDelta(p) for p in pieces]))

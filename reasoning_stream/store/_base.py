@@ -290,7 +290,7 @@ class ConversationStore(ABC):
             return False
         return True
 
-    def run(self, conversation_id: str, pipe: Any) -> PipeResult:
+    def run(self, conversation_id: str, pipe: Any, *, repair: bool = False) -> PipeResult:
         """Run ``pipe`` on the stored conversation and store its answer.
 
         The pending generation is stored before the call, so a crash mid-run leaves a
@@ -299,13 +299,13 @@ class ConversationStore(ABC):
         """
         from ._run import run_stored
 
-        return run_stored(self, conversation_id, pipe)
+        return run_stored(self, conversation_id, pipe, repair=repair)
 
-    async def arun(self, conversation_id: str, pipe: Any) -> PipeResult:
+    async def arun(self, conversation_id: str, pipe: Any, *, repair: bool = False) -> PipeResult:
         """:meth:`run` through ``pipe.arun``; store calls run in a worker thread."""
         from ._run import arun_stored
 
-        return await arun_stored(self, conversation_id, pipe)
+        return await arun_stored(self, conversation_id, pipe, repair=repair)
 
     @abstractmethod
     def close(self) -> None:

@@ -166,14 +166,19 @@ def _gave_up(conversation_id: str) -> ConflictError:
 
 
 def run_with_store(
-    store: object, conversation_id: object, pipe: Any, local: Conversation | None = None
+    store: object,
+    conversation_id: object,
+    pipe: Any,
+    local: Conversation | None = None,
+    *,
+    repair: bool = False,
 ) -> tuple[PipeResult, Conversation]:
     """:func:`run_stored`, also returning the conversation as stored after the run."""
     conversation_id = _check(store, conversation_id)
     assert isinstance(store, ConversationStore)
     started = _begin(store, conversation_id, pipe, local)
     try:
-        result: PipeResult = pipe.run(started.conversation)
+        result: PipeResult = pipe.run(_prompt(started, repair))
     except BaseException as error:
         _fail(store, conversation_id, started, getattr(pipe, "last_result", None), error)
         raise
@@ -181,14 +186,19 @@ def run_with_store(
 
 
 async def arun_with_store(
-    store: object, conversation_id: object, pipe: Any, local: Conversation | None = None
+    store: object,
+    conversation_id: object,
+    pipe: Any,
+    local: Conversation | None = None,
+    *,
+    repair: bool = False,
 ) -> tuple[PipeResult, Conversation]:
     """:func:`arun_stored`, also returning the conversation as stored after the run."""
     conversation_id = _check(store, conversation_id)
     assert isinstance(store, ConversationStore)
     started = await anyio.to_thread.run_sync(_begin, store, conversation_id, pipe, local)
     try:
-        result: PipeResult = await pipe.arun(started.conversation)
+        result: PipeResult = await pipe.arun(_prompt(started, repair))
     except BaseException as error:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(
@@ -203,6 +213,11 @@ async def arun_with_store(
     return result, final
 
 
+def _prompt(started: _Started, repair: bool) -> Conversation:
+    # A repaired copy fixes this request only; what is stored stays as it was written.
+    return started.conversation.with_repair() if repair else started.conversation
+
+
 def _store_answer(
     store: ConversationStore, conversation_id: str, started: _Started, result: PipeResult
 ) -> Conversation:
@@ -213,7 +228,9 @@ def _store_answer(
         raise
 
 
-def run_stored(store: ConversationStore, conversation_id: str, pipe: Any) -> PipeResult:
+def run_stored(
+    store: ConversationStore, conversation_id: str, pipe: Any, *, repair: bool = False
+) -> PipeResult:
     """Run ``pipe`` on the stored conversation ``conversation_id`` and store its answer.
 
     1. load the latest version and store a pending :class:`GenerationRecord` on it;
@@ -224,11 +241,14 @@ def run_stored(store: ConversationStore, conversation_id: str, pipe: Any) -> Pip
     A crash between 1 and 3 leaves the ``"in_progress"`` record in the store for any process
     to see. When the pipe fails or is cancelled, the record is updated with what it captured
     (status, partial text and reasoning, tool calls) and the error propagates. An error
-    raised while storing the answer carries it as ``.result``.
+    raised while storing the answer carries it as ``.result``. ``repair=True`` is
+    ``Conversation.run``'s: the request drops or fills what the provider would reject.
     """
-    return run_with_store(store, conversation_id, pipe)[0]
+    return run_with_store(store, conversation_id, pipe, repair=repair)[0]
 
 
-async def arun_stored(store: ConversationStore, conversation_id: str, pipe: Any) -> PipeResult:
+async def arun_stored(
+    store: ConversationStore, conversation_id: str, pipe: Any, *, repair: bool = False
+) -> PipeResult:
     """:func:`run_stored` through ``pipe.arun`` (asyncio or trio)."""
-    return (await arun_with_store(store, conversation_id, pipe))[0]
+    return (await arun_with_store(store, conversation_id, pipe, repair=repair))[0]

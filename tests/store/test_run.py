@@ -191,3 +191,11 @@ def test_running_a_missing_id_from_the_store_is_a_key_error(store: ConversationS
     with pytest.raises(KeyError, match="nobody"):
         store.run("nobody", pipe)
     assert pipe.prompts == []
+
+
+def test_repair_passes_through_a_stored_run(store: ConversationStore) -> None:
+    local = Conversation().add_user("hi")
+    pipe = ScriptedPipe([TextDelta("hello")])
+    local.run(pipe, repair=True, store=store, conversation_id="chat")
+    assert contents(store.load("chat")[0]) == ["hi", "hello"]
+    assert store.run("chat", ScriptedPipe([TextDelta("again")]), repair=True).text == "again"
