@@ -36,6 +36,7 @@ def test_contract_names_are_exported() -> None:
         "ProviderError",
         "UsageError",
         "MalformedStreamError",
+        "PassbackProblem",
     ):
         assert name in reasoning_stream.__all__
     assert {"ScriptedPipe", "WireServer"} <= set(reasoning_stream.testing.__all__)
@@ -91,6 +92,14 @@ def test_the_strategies_module_is_public() -> None:
     } == set(strategies.__all__)
     for name in strategies.__all__:
         assert getattr(strategies, name) is not None
+
+
+def test_reasoning_stream_tools() -> None:
+    """The channel's reading tools, including the display helper ``unescape``."""
+    stream = reasoning_stream.ReasoningStream
+    for name in ("OPEN_TAG", "CLOSE_TAG", "split", "scanner", "escaper", "unescape"):
+        assert getattr(stream, name) is not None, name
+    assert stream.unescape("<\\think>") == "<think>"
 
 
 def test_telemetry_surface() -> None:
