@@ -49,7 +49,17 @@ from ._exceptions import MalformedStreamError, ProviderError, ReasoningStreamErr
 if TYPE_CHECKING:
     from ._pipeline import Pipeline
 
-__all__ = ["Pipe", "PipeResult", "Prompt", "Status", "Timings", "claim", "release"]
+__all__ = [
+    "Pipe",
+    "PipeResult",
+    "Prompt",
+    "Status",
+    "Timings",
+    "claim",
+    "release",
+    "running_event_loop",
+    "warn_if_loop_running",
+]
 
 Prompt: TypeAlias = "str | Sequence[Mapping[str, Any]]"
 

@@ -431,6 +431,18 @@ async def test_a_sync_run_inside_a_running_loop_warns_once_naming_arun(
 
 
 @pytest.mark.anyio
+async def test_a_sync_pipeline_run_inside_a_running_loop_warns_once() -> None:
+    pipeline = ScriptedPipe([TextDelta("a")]) | ScriptedPipe([TextDelta("b")])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipeline.run("p")
+        pipeline.run("p")
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and messages[0].startswith("Pipeline.run() was called inside")
+    assert caught[0].filename == __file__
+
+
+@pytest.mark.anyio
 async def test_a_sync_run_in_a_worker_thread_does_not_warn() -> None:
     pipe = ScriptedPipe([TextDelta("ok")])
     caught = await anyio.to_thread.run_sync(_record_run, pipe)
