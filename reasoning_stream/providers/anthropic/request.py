@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..._events import ReasoningState
-from ..._history import HistoryTurn, tool_call_arguments
+from ..._history import HistoryTurn, in_received_order, tool_call_arguments
 from .translate import PROVIDER, field_of, text_of
 
 __all__ = ["convert_turns"]
@@ -94,18 +94,32 @@ def _assistant_message(
     turn: HistoryTurn, provider: str, marks: Mapping[str, Any]
 ) -> dict[str, Any]:
     message = turn.message
-    state_blocks = [
-        block
-        for block in (_state_block(state, provider, marks) for state in turn.states)
+    placed = [
+        (state, block)
+        for state, block in ((state, _state_block(state, provider, marks)) for state in turn.states)
         if block is not None
     ]
     calls = field_of(message, "tool_calls") or []
     content = field_of(message, "content")
-    if not state_blocks and not calls:
+    if not placed and not calls:
         return {"role": "assistant", "content": _native_content(content)}
-    # Thinking goes first: the API checks that a continued tool-use turn starts with the
-    # thinking blocks it signed, unchanged and in their order.
-    blocks: list[Any] = [*state_blocks, *_content_blocks(content)]
+    # The API checks that a continued tool-use turn carries the thinking blocks it signed,
+    # unchanged and where they were: the blocks go back in the order the response had them
+    # (interleaved thinking puts thinking between text and tool_use blocks).
+    if isinstance(content, str) and placed:
+        ordered = in_received_order(
+            content,
+            calls,
+            [(state, block) for state, block in placed],
+            lambda text: {"type": "text", "text": text},
+            _tool_use_block,
+        )
+        if ordered is not None:
+            return {"role": "assistant", "content": ordered}
+    # Turns recorded without positions: the thinking goes first, as the API requires of
+    # a turn that starts with thinking.
+    blocks: list[Any] = [block for _, block in placed]
+    blocks += _content_blocks(content)
     blocks.extend(_tool_use_block(call) for call in calls)
     return {"role": "assistant", "content": blocks}
 
