@@ -15,12 +15,13 @@ from typing import Any
 
 import anthropic
 import boto3
+import openai
 import pytest
 from botocore.config import Config
 
 from reasoning_stream._conversation import Conversation
 from reasoning_stream._pipe import Pipe
-from reasoning_stream.providers import AnthropicPipe, BedrockPipe
+from reasoning_stream.providers import AnthropicPipe, BedrockPipe, OpenAIResponsesPipe
 from reasoning_stream.testing._wire import Transcript, WireServer
 
 KEY = "test-key-not-a-secret"
@@ -196,3 +197,49 @@ def test_rule_1_bedrock_invoke_echoes_the_anthropic_blocks_in_order() -> None:
     expected = anthropic_content(chunk_events("bedrock_invoke_anthropic_interleaved"))
     assert assistant == {"role": "assistant", "content": expected}
     assert [block["type"] for block in expected] == ["thinking", "tool_use", "thinking", "tool_use"]
+
+
+# ------------------------------------------------- rule 4: Responses input items in order
+
+
+def responses_output(name: str) -> list[dict[str, Any]]:
+    """The response's output items, as ``response.completed`` lists them."""
+    for event in Transcript.load(name).events:
+        if event["data"]["type"] == "response.completed":
+            return list(event["data"]["response"]["output"])
+    raise AssertionError(f"{name} has no response.completed")
+
+
+def test_rule_4_responses_replays_items_in_the_order_of_the_response() -> None:
+    """``reasoning, function_call, reasoning, function_call`` goes back in that order, each
+    reasoning item directly before the call it preceded, every item with its own id.
+
+    Docs: https://platform.openai.com/docs/guides/reasoning#keeping-reasoning-items-in-context
+    and https://cookbook.openai.com/examples/responses_api/reasoning_items (pass the previous
+    response's output items back as they came; a reasoning item sent without its following
+    item is rejected: "Item 'rs_…' of type 'reasoning' was provided without its required
+    following item").
+    """
+    with (
+        WireServer("openai_responses_interleaved_calls", "openai_responses_followup") as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
+    ):
+        pipe = OpenAIResponsesPipe("o4-mini", client=client, store=False)
+        conversation = tool_loop(pipe)
+        conversation.run(pipe)
+    sent = server.requests[1].json()["input"]
+    output = responses_output("openai_responses_interleaved_calls")
+    replayed = sent[1:5]
+    assert [item["type"] for item in replayed] == [item["type"] for item in output]
+    for item, original in zip(replayed, output, strict=True):
+        assert item["id"] == original["id"]
+        if original["type"] == "reasoning":
+            assert item["encrypted_content"] == original["encrypted_content"]
+            assert item["summary"] == original["summary"]
+        else:
+            assert (item["call_id"], item["name"], item["arguments"]) == (
+                original["call_id"],
+                original["name"],
+                original["arguments"],
+            )
+    assert [item["type"] for item in sent[5:]] == ["function_call_output"] * 2
