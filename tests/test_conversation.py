@@ -165,7 +165,8 @@ def test_plain_multi_turn_sends_no_prior_reasoning_by_default() -> None:
         (
             "openai-chat",
             "moonshotai/kimi-k2-thinking",
-            PassbackPolicy("tool_loop", "tool_calls", DETAILS),
+            # Kimi keeps its reasoning in context on every turn (the pipe's former rule).
+            PassbackPolicy("tool_loop", "always", DETAILS),
         ),
         ("ollama", "qwen3", PassbackPolicy("never", "never")),
         ("scripted", "scripted", PassbackPolicy()),

@@ -21,7 +21,12 @@ from botocore.config import Config
 
 from reasoning_stream._conversation import Conversation
 from reasoning_stream._pipe import Pipe
-from reasoning_stream.providers import AnthropicPipe, BedrockPipe, OpenAIResponsesPipe
+from reasoning_stream.providers import (
+    AnthropicPipe,
+    BedrockPipe,
+    OpenAIChatPipe,
+    OpenAIResponsesPipe,
+)
 from reasoning_stream.testing._wire import Transcript, WireServer
 
 KEY = "test-key-not-a-secret"
@@ -243,3 +248,70 @@ def test_rule_4_responses_replays_items_in_the_order_of_the_response() -> None:
                 original["arguments"],
             )
     assert [item["type"] for item in sent[5:]] == ["function_call_output"] * 2
+
+
+# ---------------------------------------- rule 7: DeepSeek and Kimi reasoning_content
+
+
+def chat_reasoning(name: str) -> str:
+    """The ``reasoning_content`` a Chat Completions transcript streams, joined."""
+    parts = []
+    for event in Transcript.load(name).events:
+        data = event["data"]
+        for choice in data.get("choices", ()) if isinstance(data, dict) else ():
+            parts.append(choice["delta"].get("reasoning_content") or "")
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("model", ["deepseek-chat", "moonshotai/kimi-k2-thinking"])
+def test_rule_7_every_tool_call_turn_carries_reasoning_content(model: str) -> None:
+    """Every assistant tool-call turn goes back with ``reasoning_content``: the model's own
+    reasoning, ``""`` for a turn that had none, ``""`` for a tool-call turn another model (or
+    the application) wrote; in the tool loop and in every later request.
+
+    Docs: https://api-docs.deepseek.com/guides/thinking_mode#tool-calls ("For turns that do
+    perform tool calls, the reasoning_content must be fully passed back to the API in all
+    subsequent requests"; a missing field answers 400 "Missing reasoning_content field in the
+    assistant message at message index N") and Moonshot's thinking models, which answer 400
+    "thinking is enabled but reasoning_content is missing in assistant tool call message".
+    """
+    foreign = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_earlier",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'},
+            }
+        ],
+    }
+    replies = (
+        "openai_chat_tool_call",
+        "openai_chat_tool_call_bare",
+        "openai_chat_reasoning_content",
+        "openai_chat_reasoning_content",
+    )
+    with (
+        WireServer(*replies) as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
+    ):
+        pipe = OpenAIChatPipe(model, client=client)
+        conversation = Conversation().add_user("Weather in Rome?").add_message(foreign)
+        conversation.add_tool_result("call_earlier", "21 °C")
+        conversation.add_user("And in Paris, with the time?")
+        first = conversation.run(pipe)
+        for call in first.tool_calls:
+            conversation.add_tool_result(call.id, "18 °C")
+        second = conversation.run(pipe)
+        for call in second.tool_calls:
+            conversation.add_tool_result(call.id, "09:00")
+        conversation.run(pipe)
+        conversation.add_user("Thanks. And tomorrow?")
+        conversation.run(pipe)
+    own = chat_reasoning("openai_chat_tool_call")
+    assert own and chat_reasoning("openai_chat_tool_call_bare") == ""
+    for number, expected in ((1, [""]), (2, ["", own]), (3, ["", own, ""]), (4, ["", own, ""])):
+        sent = server.requests[number - 1].json()["messages"]
+        calls = [m for m in sent if m["role"] == "assistant" and m.get("tool_calls")]
+        assert [m.get("reasoning_content", "MISSING") for m in calls] == expected, number

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, ClassVar, Literal, Unpack
 
 import httpx
@@ -77,8 +77,9 @@ class OpenAIChatPipe(ProviderPipe):
         tags: tag names for the scanner (default ``think``, ``thinking``, ``reasoning``).
         include_usage: request ``stream_options.include_usage`` (default on).
         send_reasoning_back: put a turn's readable reasoning back on earlier assistant
-            messages as ``reasoning_content``. ``None``: only where the host needs it (a
-            ``deepseek`` model's tool-call turns, any ``kimi`` model's turns).
+            messages as ``reasoning_content``. ``None``: where the host needs it, as the
+            provider's passback policy says (every tool-call turn of a ``deepseek`` or
+            ``kimi`` model, ``""`` when it had none).
         extra_body: fields merged into the request body (``chat_template_kwargs``,
             ``grammar``, ...).
         timeout: seconds, for clients the pipe builds and for each request.
@@ -162,12 +163,6 @@ class OpenAIChatPipe(ProviderPipe):
     def _detect_start_in_reasoning(self, model: str) -> bool:
         return starts_in_reasoning(model)
 
-    def _auto_send_reasoning(self, message: Mapping[str, Any]) -> bool:
-        model = (self.model or "").lower()
-        if "kimi" in model:
-            return True
-        return "deepseek" in model and bool(message.get("tool_calls"))
-
     def translator(self) -> OpenAIChatTranslator:
         """A fresh translator configured for this pipe (one per stream)."""
         return OpenAIChatTranslator(
@@ -205,12 +200,7 @@ class OpenAIChatPipe(ProviderPipe):
         return {}
 
     def _message(self, turn: HistoryTurn) -> dict[str, Any]:
-        send = self.send_reasoning_back
-        if send is None and turn.reasoning:
-            send = self._auto_send_reasoning(turn.message)
-        return request.message(
-            turn, self, send_reasoning=bool(send), reasoning_field=self.reasoning_passback_field
-        )
+        return request.message(turn, self, reasoning_field=self.reasoning_passback_field)
 
     # ------------------------------------------------------------------------------ clients
 
@@ -291,9 +281,11 @@ class OpenAIChatPipe(ProviderPipe):
 def _passback(model: str | None) -> PassbackPolicy:
     lowered = (model or "").lower()
     # DeepSeek answers 400 when a tool-call turn comes back without its reasoning_content,
-    # in every later request; Kimi's thinking models likewise.
+    # in every later request (api-docs.deepseek.com/guides/thinking_mode#tool-calls). Kimi's
+    # thinking models likewise reject a tool-call turn without it, and keep their reasoning
+    # in context on every turn.
     reasoning: ReasoningPassback = (
-        "tool_calls" if "deepseek" in lowered or "kimi" in lowered else "never"
+        "always" if "kimi" in lowered else "tool_calls" if "deepseek" in lowered else "never"
     )
     return PassbackPolicy(
         states="tool_loop", reasoning=reasoning, kinds=frozenset({"reasoning_details"})

@@ -11,25 +11,34 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..._conversation import PassbackPolicy
 from ..._history import HistoryTurn
 from ..._messages import strip_inert_keys
 
 __all__ = ["message", "sdk_arguments"]
 
 
-def message(
-    turn: HistoryTurn, pipe: object, *, send_reasoning: bool, reasoning_field: str
-) -> dict[str, Any]:
+def message(turn: HistoryTurn, pipe: object, *, reasoning_field: str) -> dict[str, Any]:
     """One history turn as a Chat Completions message for ``pipe``.
 
-    An assistant turn carries its readable reasoning in ``reasoning_field`` when
-    ``send_reasoning`` says so, and the ``reasoning_details`` states ``pipe`` may receive.
+    Whether an assistant turn carries readable reasoning (in ``reasoning_field``) is the
+    pipe's passback policy, the one decision point: ``"always"``, or ``"tool_calls"`` for
+    turns that called tools. A tool-call turn the policy covers always carries the field,
+    ``""`` when no reasoning of this model is known for it: DeepSeek and Kimi answer 400 to a
+    tool-call turn without it, whoever wrote the turn. A value the caller wrote into the
+    message is kept over ``""``. ``reasoning_details`` states go back to the pipe that made
+    them.
     """
     plain = strip_inert_keys(turn.message)
     if plain.get("role") != "assistant":
         return plain
-    if turn.reasoning and send_reasoning:
-        plain[reasoning_field] = turn.reasoning
+    policy = PassbackPolicy.for_pipe(pipe).reasoning
+    calls = bool(plain.get("tool_calls"))
+    if policy == "always" or (policy == "tool_calls" and calls):
+        if turn.reasoning:
+            plain[reasoning_field] = turn.reasoning
+        elif calls and reasoning_field not in plain:
+            plain[reasoning_field] = ""
     details = [
         json.loads(state.payload)
         for state in turn.states

@@ -105,10 +105,6 @@ class OpenRouterPipe(OpenAIChatPipe):
         # starts inside reasoning would only come from reasoning excluded upstream.
         return False
 
-    def _auto_send_reasoning(self, message: Mapping[str, Any]) -> bool:
-        # reasoning_details states are OpenRouter's way back; the readable text is redundant.
-        return False
-
     def request_options(self) -> dict[str, Any]:
         """OpenRouter's ``reasoning`` object, when configured."""
         if self.reasoning_options is None:
