@@ -315,3 +315,53 @@ def test_rule_7_every_tool_call_turn_carries_reasoning_content(model: str) -> No
         sent = server.requests[number - 1].json()["messages"]
         calls = [m for m in sent if m["role"] == "assistant" and m.get("tool_calls")]
         assert [m.get("reasoning_content", "MISSING") for m in calls] == expected, number
+
+
+# ------------------------------------- rule 5: Gemini's OpenAI-compatible endpoint
+
+
+def test_rule_5_gemini_openai_compat_thoughts_and_call_signatures() -> None:
+    """Through ``OpenAIChatPipe`` at ``/v1beta/openai``: ``<thought>…</thought>`` in content is
+    reasoning, not answer, and the signature from ``tool_calls[i].extra_content.google.
+    thought_signature`` goes back on that same tool call in the follow-up.
+
+    Docs: https://ai.google.dev/gemini-api/docs/openai#thinking (thought summaries in
+    ``<thought>`` tags with ``include_thoughts``) and
+    https://ai.google.dev/gemini-api/docs/thought-signatures ("Function Calling (Strict)":
+    a function call without its signature answers 400 "Function call is missing a
+    thought_signature in functionCall parts").
+    """
+    tool = Transcript.load("openai_chat_gemini_thought_tool")
+    call = next(
+        part
+        for event in tool.events
+        if isinstance(event["data"], dict)
+        for choice in event["data"]["choices"]
+        for part in choice["delta"].get("tool_calls") or ()
+    )
+    with (
+        WireServer(tool, "openai_chat_gemini_thought_answer") as server,
+        openai.OpenAI(base_url=server.url + "/v1beta/openai", api_key=KEY, max_retries=0) as client,
+    ):
+        pipe = OpenAIChatPipe("gemini-3-pro-preview", client=client)
+        conversation = Conversation().add_user("Weather in Paris?")
+        first = conversation.run(pipe)
+        conversation.add_tool_result(first.tool_calls[0].id, "18 °C")
+        second = conversation.run(pipe)
+    assert first.model_reasoning == (
+        "**Checking the weather**\nThe user wants Paris; the get_weather tool answers that."
+    )
+    assert first.text == ""
+    assert second.text == "It is 18 °C in Paris."
+    assert second.model_reasoning == "**Answering**\nThe tool said 18 °C."
+    sent = server.requests[1].json()["messages"]
+    assistant = sent[1]
+    assert assistant["content"] == ""
+    assert assistant["tool_calls"] == [
+        {
+            "id": call["id"],
+            "type": "function",
+            "function": call["function"],
+            "extra_content": call["extra_content"],
+        }
+    ]

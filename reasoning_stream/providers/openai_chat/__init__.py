@@ -21,7 +21,7 @@ from ..._conversation import PassbackPolicy, ReasoningPassback
 from ..._exceptions import UsageError
 from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
-from ..._tags import grammar_for
+from ..._tags import DEFAULT_TAGS, grammar_for
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._spec import Demo, ProviderSpec
 from .._transports import (
@@ -39,6 +39,17 @@ from .effort import PLANNER
 from .translate import REASONING_FIELDS, InlineTags, OpenAIChatTranslator, starts_in_reasoning
 
 __all__ = ["SPEC", "OpenAIChatPipe", "OpenAIChatTranslator", "starts_in_reasoning"]
+
+
+def is_gemini(model: str) -> bool:
+    """Whether ``model`` is a Gemini model (served here by the OpenAI-compatible endpoint)."""
+    return model.lower().rsplit("/", 1)[-1].startswith("gemini-")
+
+
+def _default_tags(model: str) -> tuple[str, ...] | None:
+    # Gemini's OpenAI-compatible endpoint wraps thought summaries in <thought>...</thought>
+    # inside content (ai.google.dev/gemini-api/docs/openai#thinking).
+    return ("thought", *DEFAULT_TAGS) if is_gemini(model) else None
 
 
 def _is_async_client(client: Any) -> bool:
@@ -125,7 +136,9 @@ class OpenAIChatPipe(ProviderPipe):
         self.transport = transport
         self.inline_tags: InlineTags = inline_tags
         self.tags: tuple[str, ...] | None = (
-            None if tags is None else tuple((tags,) if isinstance(tags, str) else tags)
+            _default_tags(model)
+            if tags is None
+            else tuple((tags,) if isinstance(tags, str) else tags)
         )
         grammar_for(self.tags)  # a bad tag name fails here, not in the middle of a stream
         self.start_in_reasoning = (
@@ -162,6 +175,9 @@ class OpenAIChatPipe(ProviderPipe):
 
     def _detect_start_in_reasoning(self, model: str) -> bool:
         return starts_in_reasoning(model)
+
+    def _detect_tags(self, model: str) -> tuple[str, ...] | None:
+        return _default_tags(model)
 
     def translator(self) -> OpenAIChatTranslator:
         """A fresh translator configured for this pipe (one per stream)."""
@@ -287,6 +303,10 @@ def _passback(model: str | None) -> PassbackPolicy:
     reasoning: ReasoningPassback = (
         "always" if "kimi" in lowered else "tool_calls" if "deepseek" in lowered else "never"
     )
+    if is_gemini(lowered):
+        # Gemini's OpenAI-compatible endpoint: thought signatures ride on the tool calls and
+        # go back with every earlier model turn (ai.google.dev/gemini-api/docs/thought-signatures).
+        return PassbackPolicy(states="always", kinds=frozenset({"signature"}))
     return PassbackPolicy(
         states="tool_loop", reasoning=reasoning, kinds=frozenset({"reasoning_details"})
     )

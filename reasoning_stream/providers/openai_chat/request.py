@@ -39,14 +39,30 @@ def message(turn: HistoryTurn, pipe: object, *, reasoning_field: str) -> dict[st
             plain[reasoning_field] = turn.reasoning
         elif calls and reasoning_field not in plain:
             plain[reasoning_field] = ""
-    details = [
-        json.loads(state.payload)
-        for state in turn.states
-        if state.kind == "reasoning_details" and state.may_go_to(pipe, check_endpoint=False)
-    ]
+    states = [state for state in turn.states if state.may_go_to(pipe, check_endpoint=False)]
+    details = [json.loads(state.payload) for state in states if state.kind == "reasoning_details"]
     if details:
         plain["reasoning_details"] = details
+    signed = {
+        state.extra.get("call_id"): state.payload
+        for state in states
+        if state.kind == "signature" and state.extra.get("passback") == "extra_content"
+    }
+    if signed and isinstance(plain.get("tool_calls"), list):
+        # Gemini's OpenAI-compatible endpoint wants each signature back on its own call.
+        plain["tool_calls"] = [_signed_call(call, signed) for call in plain["tool_calls"]]
     return plain
+
+
+def _signed_call(call: Any, signed: Mapping[Any, str | bytes]) -> Any:
+    if not isinstance(call, Mapping) or call.get("id") not in signed:
+        return call
+    signature = signed[call["id"]]
+    if isinstance(signature, bytes):
+        signature = signature.decode("ascii")
+    extra = dict(call.get("extra_content") or {})
+    extra["google"] = {**dict(extra.get("google") or {}), "thought_signature": signature}
+    return {**call, "extra_content": extra}
 
 
 def sdk_arguments(body: Mapping[str, Any], timeout: float | None) -> dict[str, Any]:

@@ -105,6 +105,10 @@ class OpenRouterPipe(OpenAIChatPipe):
         # starts inside reasoning would only come from reasoning excluded upstream.
         return False
 
+    def _detect_tags(self, model: str) -> tuple[str, ...] | None:
+        # OpenRouter moves every model's reasoning into its own fields.
+        return None
+
     def request_options(self) -> dict[str, Any]:
         """OpenRouter's ``reasoning`` object, when configured."""
         if self.reasoning_options is None:
