@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
+from functools import partial
 
 from reasoning_stream import ReasoningStream
 
-from ._timing import HEADER, Timing, measure, row
+from ._rounds import cpu_seconds, median, spread
 
 CHUNK = 4
 
@@ -70,24 +71,36 @@ def scanner_split(chunks: list[str]) -> int:
     return count + len(scanner.flush())
 
 
-def main() -> dict[str, float]:
-    """Print the table; return the figures for the README."""
-    print(f"Scanner: tagged text fed in {CHUNK}-character chunks")
-    print(HEADER)
+SIZES = ((100_000, "100 KB"), (1_000_000, "1 MB"), (10_000_000, "10 MB"))
+ROUNDS = 5
+
+
+def main(rounds: int = ROUNDS) -> dict[str, float]:
+    """Print the table; return the figures (medians over the rounds) for the README."""
+    inputs = {label: chunked(tagged_text(size)) for size, label in SIZES}
+    floor: dict[str, list[float]] = {label: [] for _, label in SIZES}
+    ours: dict[str, list[float]] = {label: [] for _, label in SIZES}
+    for _ in range(rounds):
+        for size, label in SIZES:
+            chunks = inputs[label]
+            repeat = 3 if size < 1_000_000 else 1
+            floor[label].append(cpu_seconds(partial(floor_split, chunks), repeat=repeat))
+            ours[label].append(cpu_seconds(partial(scanner_split, chunks), repeat=repeat))
+    print(f"Scanner: tagged text fed in {CHUNK}-character chunks, {rounds} interleaved rounds")
+    print("| input | floor CPU/chunk | Scanner.feed CPU/chunk | ratio, median [spread] |")
+    print("|---|---|---|---|")
     figures: dict[str, float] = {}
-    timings: dict[int, Timing] = {}
-    for size, label in ((100_000, "100 KB"), (10_000_000, "10 MB")):
-        chunks = chunked(tagged_text(size))
-        repeat = 5 if size < 1_000_000 else 1
-        floor = measure(lambda chunks=chunks: floor_split(chunks), repeat=repeat)
-        ours = measure(lambda chunks=chunks: scanner_split(chunks), repeat=repeat)
-        timings[size] = ours
-        print(row(f"str.find floor, {label}", floor, floor, len(chunks)))
-        print(row(f"Scanner.feed, {label}", ours, floor, len(chunks)))
-        figures[f"scanner_ratio_{label}"] = ours.cpu / floor.cpu
-    growth = timings[10_000_000].cpu / timings[100_000].cpu
-    figures["scanner_100x_cost"] = growth
-    print(f"100x longer input costs {growth:.0f}x (linear is 100x)\n")
+    for _, label in SIZES:
+        units = len(inputs[label])
+        ratios = [o / f for o, f in zip(ours[label], floor[label], strict=True)]
+        print(
+            f"| {label} | {median(floor[label]) / units * 1e9:.0f} ns "
+            f"| {median(ours[label]) / units * 1e9:.0f} ns | {spread(ratios)}x |"
+        )
+        figures[f"scanner_ratio_{label}"] = median(ratios)
+    growth = [big / small for big, small in zip(ours["10 MB"], ours["1 MB"], strict=True)]
+    figures["scanner_10x_cost"] = median(growth)
+    print(f"10x longer input (1 MB -> 10 MB) costs {spread(growth, '{:.1f}')}x (linear is 10x)\n")
     return figures
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
 
 import anyio
 
+from . import _observers
 from ._callbacks import (
     CallbackErrorHandler,
     EventCallback,
@@ -632,6 +633,18 @@ class Pipe:
         Raises ``ProviderError`` on provider failure and ``UsageError`` on misuse (such as an
         async callback); either way ``last_result`` and the error's ``.result`` hold the capture.
         """
+        scopes = _observers.start(self, prompt)
+        previous = self.last_result
+        try:
+            result = self._run_with_retries(prompt)
+        except BaseException as error:
+            current = self.last_result
+            _observers.finish(scopes, None if current is previous else current, error)
+            raise
+        _observers.finish(scopes, result, None)
+        return result
+
+    def _run_with_retries(self, prompt: Prompt) -> PipeResult:
         self._check_sync_callbacks()
         self._delivered = False
         attempt = 0
@@ -679,6 +692,18 @@ class Pipe:
         Async callbacks are awaited in order on this task, so a slow subscriber slows the
         reader instead of growing a buffer. Cancellation closes the stream and the segment.
         """
+        scopes = _observers.start(self, prompt)
+        previous = self.last_result
+        try:
+            result = await self._arun_with_retries(prompt)
+        except BaseException as error:
+            current = self.last_result
+            _observers.finish(scopes, None if current is previous else current, error)
+            raise
+        _observers.finish(scopes, result, None)
+        return result
+
+    async def _arun_with_retries(self, prompt: Prompt) -> PipeResult:
         self._delivered = False
         attempt = 0
         while True:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Self
 
+from . import _observers
 from ._callbacks import EventCallback, StreamingCallback
 from ._exceptions import ReasoningStreamError, UsageError
 from ._pipe import Pipe, PipeResult, Prompt, Status, _Channel
@@ -93,6 +94,18 @@ class Pipeline:
 
     def run(self, prompt: Prompt) -> PipelineResult:
         """Run every pipe in order, synchronously."""
+        scopes = _observers.start(self, prompt)
+        previous = self.last_result
+        try:
+            result = self._run(prompt)
+        except BaseException as error:
+            current = self.last_result
+            _observers.finish(scopes, None if current is previous else current, error)
+            raise
+        _observers.finish(scopes, result, None)
+        return result
+
+    def _run(self, prompt: Prompt) -> PipelineResult:
         results: list[PipeResult] = []
         channel = self._share_channel()
         previous: Pipe | None = None
@@ -122,6 +135,18 @@ class Pipeline:
 
     async def arun(self, prompt: Prompt) -> PipelineResult:
         """Run every pipe in order on the running event loop (asyncio or trio)."""
+        scopes = _observers.start(self, prompt)
+        previous = self.last_result
+        try:
+            result = await self._arun(prompt)
+        except BaseException as error:
+            current = self.last_result
+            _observers.finish(scopes, None if current is previous else current, error)
+            raise
+        _observers.finish(scopes, result, None)
+        return result
+
+    async def _arun(self, prompt: Prompt) -> PipelineResult:
         import anyio
 
         results: list[PipeResult] = []

@@ -15,10 +15,30 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import product
 
-from ._events import ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
+from ._events import (
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    TextDelta,
+    _set_reasoning_source,
+    _set_reasoning_text,
+    _set_text_source,
+    _set_text_text,
+)
 
-__all__ = ["DEFAULT_TAGS", "MAX_SPACES", "Escaper", "Scanner", "TagGrammar", "grammar_for"]
+__all__ = [
+    "DEFAULT_TAGS",
+    "LONG_INPUT",
+    "MAX_SPACES",
+    "NO_TAG",
+    "UNFINISHED",
+    "Escaper",
+    "Scanner",
+    "TagGrammar",
+    "grammar_for",
+]
 
 DEFAULT_TAGS: tuple[str, ...] = ("think", "thinking", "reasoning")
 """Tag names recognised unless a caller configures its own set."""
@@ -26,11 +46,32 @@ DEFAULT_TAGS: tuple[str, ...] = ("think", "thinking", "reasoning")
 MAX_SPACES = 4
 """How many spaces or tabs may stand before a tag's ``>``."""
 
-_FLAGS = re.ASCII | re.IGNORECASE
 _FORBIDDEN = frozenset("<>/\\")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 ScanEvent = ReasoningStart | ReasoningDelta | ReasoningEnd | TextDelta
+
+_new = object.__new__
+
+# Markers carry nothing but a source the pipe sets on a copy, so one frozen instance of each
+# serves every scanner.
+_START = ReasoningStart()
+_END = ReasoningEnd()
+
+
+LONG_INPUT = 256
+"""Inputs longer than this are searched with regular expressions; shorter ones with ``str.find``.
+
+Per call, ``str.find`` and a set lookup per ``<`` beat the regular expressions' setup on the
+short chunks that streams are made of; on long inputs dense in ``<`` (code, HTML) the regular
+expressions skip the text between tags at C speed.
+"""
+
+NO_TAG = -1
+""":meth:`TagGrammar.tag_end`: the ``<`` does not begin a tag."""
+
+UNFINISHED = -2
+""":meth:`TagGrammar.tag_end`: the data ends inside something that could still become a tag."""
 
 
 class TagGrammar:
@@ -39,7 +80,16 @@ class TagGrammar:
     Build it through :func:`grammar_for`, which caches one grammar per name set.
     """
 
-    __slots__ = ("_lookahead", "_starters", "max_tag_length", "names", "partial", "tag")
+    __slots__ = (
+        "_bodies",
+        "_longest_body",
+        "_lookahead",
+        "_unfinished",
+        "max_tag_length",
+        "names",
+        "starters",
+        "tag",
+    )
 
     def __init__(self, names: Iterable[str]) -> None:
         cleaned: list[str] = []
@@ -54,52 +104,55 @@ class TagGrammar:
         if not cleaned:
             raise ValueError("at least one tag name is needed")
         self.names: tuple[str, ...] = tuple(dict.fromkeys(cleaned))
-        by_length = sorted(self.names, key=len, reverse=True)
-        alternatives = "|".join(re.escape(n) for n in by_length)
-        body = rf"(?:{alternatives})[ \t]{{0,{MAX_SPACES}}}>"
-        # group 1: the backslashes of an escaped tag; group 2: "/" for a close tag.
-        self.tag = re.compile(rf"<(\\*)(/?){body}", _FLAGS)
-        # The escaper only needs to know where to add a backslash: right after such a "<".
-        self._lookahead = re.compile(rf"<(?=\\*/?{body})", _FLAGS)
-        prefixes = sorted(
-            {n[:i] for n in self.names for i in range(1, len(n) + 1)}, key=len, reverse=True
-        )
-        prefix_alternatives = "|".join(re.escape(p) for p in prefixes)
-        # Everything that is not yet a tag but could still become one with more input.
-        self.partial = re.compile(
-            rf"<\\*(?:/?(?:(?:{alternatives})[ \t]{{0,{MAX_SPACES}}}|{prefix_alternatives})?)",
-            _FLAGS,
-        )
-        self.max_tag_length = 1 + 1 + len(by_length[0]) + MAX_SPACES + 1
+        # A tag is "<", any backslashes (an escaped tag), then a *body* and ">". Bodies are few
+        # (two per name and run of spaces and tabs), so a set lookup reads a tag, and another
+        # set, of every body's prefixes, tells a tag that the data cut short.
+        spacings = ["".join(p) for n in range(MAX_SPACES + 1) for p in product(" \t", repeat=n)]
+        bodies = {slash + n + s for n in self.names for s in spacings for slash in ("", "/")}
+        self._bodies = frozenset(bodies)
+        self._unfinished = frozenset(b[:i] for b in bodies for i in range(len(b) + 1))
+        self._longest_body = max(map(len, bodies))
+        self.max_tag_length = 1 + 1 + max(map(len, self.names)) + MAX_SPACES + 1
         # The characters that may follow "<" in a tag; any other "<" is plain text.
-        self._starters = frozenset(
+        self.starters = frozenset(
             "/\\" + "".join(n[0] for n in self.names) + "".join(n[0].upper() for n in self.names)
         )
+        # Long inputs are searched with regular expressions, which skip text at C speed.
+        alternatives = "|".join(re.escape(n) for n in sorted(self.names, key=len, reverse=True))
+        body = rf"\\*/?(?:{alternatives})[ \t]{{0,{MAX_SPACES}}}>"
+        self.tag = re.compile(f"<{body}", re.ASCII | re.IGNORECASE)
+        self._lookahead = re.compile(f"<(?={body})", re.ASCII | re.IGNORECASE)
 
-    def may_hold_tag(self, data: str) -> bool:
-        """Whether any ``<`` in ``data`` could begin a tag (a cheap test before the regexes)."""
-        starters = self._starters
-        end = len(data) - 1
-        i = data.find("<")
-        while i >= 0:
-            if i == end or data[i + 1] in starters:
-                return True
-            i = data.find("<", i + 1)
-        return False
+    def tag_end(self, data: str, k: int) -> int:
+        """Read the tag whose ``<`` is ``data[k]``: the index after its ``>``, or a sentinel.
 
-    def partial_start(self, data: str, start: int) -> int:
-        """Where an unfinished tag begins at the end of ``data[start:]``, or -1.
-
-        A tag holds exactly one ``<``, at its start, so only the last ``<`` can begin one.
+        :data:`NO_TAG` when this ``<`` is plain text; :data:`UNFINISHED` when ``data`` ends
+        before it is decided (it could still become a tag with more input).
         """
-        k = data.rfind("<", start)
-        if k >= 0 and self.partial.fullmatch(data, k):
-            return k
-        return -1
+        size = len(data)
+        start = k + 1
+        while start < size and data[start] == "\\":
+            start += 1
+        stop = data.find(">", start, start + self._longest_body + 1)
+        # Tags come in lower case far more often than not: look that up before folding the case.
+        if stop < 0:
+            if size - start > self._longest_body:
+                return NO_TAG
+            rest = data[start:]
+            if rest in self._unfinished or _fold(rest) in self._unfinished:
+                return UNFINISHED
+            return NO_TAG
+        body = data[start:stop]
+        return stop + 1 if body in self._bodies or _fold(body) in self._bodies else NO_TAG
 
     def escape(self, text: str) -> str:
         """Add one backslash after the ``<`` of everything in ``text`` that parses as a tag."""
         return self._lookahead.sub("<\\\\", text)
+
+
+def _fold(text: str) -> str:
+    """ASCII letters to lower case, nothing else (tags match case-insensitively in ASCII only)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
 
 
 @lru_cache(maxsize=64)
@@ -114,15 +167,6 @@ def grammar_for(tags: Iterable[str] | None = None) -> TagGrammar:
     if isinstance(tags, str):
         tags = (tags,)
     return _grammar(tuple(tags))
-
-
-def _backslashes_after_open(data: str, k: int) -> int:
-    """How many backslashes follow the ``<`` at ``data[k]``."""
-    end = k + 1
-    n = len(data)
-    while end < n and data[end] == "\\":
-        end += 1
-    return end - k - 1
 
 
 class Scanner:
@@ -145,6 +189,7 @@ class Scanner:
         "_seen_marker",
         "_skip",
         "_start_in_reasoning",
+        "_starters",
         "_track_stray",
         "stray_close_at",
     )
@@ -157,6 +202,7 @@ class Scanner:
         _track_stray_close: bool = False,
     ) -> None:
         self._grammar = grammar_for(tags)
+        self._starters = self._grammar.starters
         self._start_in_reasoning = start_in_reasoning
         self._track_stray = _track_stray_close
         self._reset()
@@ -164,7 +210,7 @@ class Scanner:
     def _reset(self) -> None:
         self._in_reasoning = self._start_in_reasoning
         # Events owed before the next output: the opening of a pre-filled segment.
-        self._head: list[ScanEvent] = [ReasoningStart()] if self._start_in_reasoning else []
+        self._head: list[ScanEvent] = [_START] if self._start_in_reasoning else []
         # An unfinished tag. When _skip is 1 its leading "<" already went out.
         self._pending = ""
         self._skip = 0
@@ -188,19 +234,148 @@ class Scanner:
 
     def feed(self, chunk: str) -> list[ScanEvent]:
         """Scan one chunk; return the events it completes."""
-        if (
-            not self._pending
-            and not self._head
-            and ("<" not in chunk or not self._grammar.may_hold_tag(chunk))
-        ):
-            if not chunk:
-                return []
-            return [ReasoningDelta(chunk) if self._in_reasoning else TextDelta(chunk)]
-        data = self._pending + chunk
-        skip = self._skip
-        self._pending = ""
+        pending = self._pending
+        if pending:
+            self._pending = ""
+            return self._scan(pending + chunk, self._skip)
+        if self._head:
+            return self._scan(chunk, 0)
+        if "<" in chunk:
+            last = len(chunk) - 1
+            if last >= LONG_INPUT:
+                return self._scan(chunk, 0)
+            # Only a "<" before a tag's first character (or at the very end) can begin a tag.
+            starters = self._starters
+            k = chunk.find("<")
+            while k >= 0:
+                if k == last or chunk[k + 1] in starters:
+                    return self._scan(chunk, 0)
+                k = chunk.find("<", k + 1)
+        elif not chunk:
+            return []
+        # The common chunk: no tag starts, ends or waits in it, so it goes out whole. Its event
+        # is built slot by slot, as the classes' own __init__ does, without the class call
+        # around it: a fifth of this path's cost.
+        if self._in_reasoning:
+            delta: ScanEvent = _new(ReasoningDelta)
+            _set_reasoning_text(delta, chunk)
+            _set_reasoning_source(delta, None)
+        else:
+            delta = _new(TextDelta)
+            _set_text_text(delta, chunk)
+            _set_text_source(delta, None)
+        return [delta]
+
+    def _scan(self, data: str, begin: int) -> list[ScanEvent]:
+        """Scan ``data`` for tags; text goes out from ``data[begin]`` on (a held "<" went out)."""
         self._skip = 0
-        return self._scan(data, skip)
+        events: list[ScanEvent] = self._head
+        if events:
+            self._head = []
+        else:
+            events = []
+        grammar = self._grammar
+        starters = grammar.starters
+        in_reasoning = self._in_reasoning
+        size = end = len(data)
+        # Where a tag is dropped (escaped, stray, or an open inside a segment), the text on both
+        # sides of it joins up; the list exists only then.
+        pieces: list[str] | None = None
+        # The next tag spans data[k:tag_end]; an unfinished one at the end starts at ``held``.
+        search = grammar.tag.search if size > LONG_INPUT else None
+        held = -1
+        pos = 0
+        while True:
+            if search is not None:
+                match = search(data, pos)
+                if match is None:
+                    k = data.rfind("<", pos)
+                    if k >= 0 and grammar.tag_end(data, k) == UNFINISHED:
+                        held = k
+                    break
+                k, tag_end = match.span()
+            else:
+                k = data.find("<", pos)
+                while k >= 0 and k + 1 < size and data[k + 1] not in starters:
+                    k = data.find("<", k + 1)
+                if k < 0:
+                    break
+                tag_end = grammar.tag_end(data, k)
+                if tag_end < 0:
+                    if tag_end == UNFINISHED:
+                        held = k
+                        break
+                    pos = k + 1
+                    continue
+            after = k + 1
+            marker = data[after]
+            if marker == "\\":
+                # An escaped tag is text with one backslash fewer: the one right after "<".
+                if pieces is None:
+                    pieces = [data[begin:after]]
+                else:
+                    pieces.append(data[begin:after])
+                begin = after + 1
+            else:
+                first_marker = not self._seen_marker
+                self._seen_marker = True
+                if marker == "/":
+                    acts = in_reasoning or (first_marker and self._track_stray)
+                else:
+                    acts = not in_reasoning
+                if acts:
+                    text = data[begin:k]
+                    if pieces is not None:
+                        pieces.append(text)
+                        text = "".join(pieces)
+                        pieces = None
+                    if text:
+                        events.append(ReasoningDelta(text) if in_reasoning else TextDelta(text))
+                    if marker != "/":
+                        events.append(_START)
+                        in_reasoning = True
+                    elif in_reasoning:
+                        events.append(_END)
+                        in_reasoning = False
+                    else:
+                        self.stray_close_at = len(events)
+                elif pieces is None:
+                    pieces = [data[begin:k]]
+                else:
+                    pieces.append(data[begin:k])
+                begin = tag_end
+            pos = tag_end
+        if held >= 0:
+            # Hold the unfinished tag back for the next chunk. Of an escape's run of backslashes,
+            # "<" and all but one go out now: the output starts with them whether or not the
+            # rest becomes an escaped tag, so the hold-back stays short.
+            after = held + 1
+            end = after
+            while end < size and data[end] == "\\":
+                end += 1
+            if end > after:
+                end -= 1
+                self._pending = "<" + data[end:]
+                self._skip = 1
+            else:
+                end = held
+                self._pending = data[held:]
+        text = data[begin:end]
+        if pieces is not None:
+            pieces.append(text)
+            text = "".join(pieces)
+        if text:
+            if in_reasoning:
+                event: ScanEvent = _new(ReasoningDelta)
+                _set_reasoning_text(event, text)
+                _set_reasoning_source(event, None)
+            else:
+                event = _new(TextDelta)
+                _set_text_text(event, text)
+                _set_text_source(event, None)
+            events.append(event)
+        self._in_reasoning = in_reasoning
+        return events
 
     def flush(self) -> list[ScanEvent]:
         """End the stream: release held characters and close an open segment."""
@@ -210,69 +385,10 @@ class Scanner:
         if rest:
             events.append(ReasoningDelta(rest) if self._in_reasoning else TextDelta(rest))
         if self._in_reasoning:
-            events.append(ReasoningEnd())
+            events.append(_END)
         stray = self.stray_close_at
         self._reset()
         self.stray_close_at = stray
-        return events
-
-    def _scan(self, data: str, skip: int) -> list[ScanEvent]:
-        events: list[ScanEvent] = self._head
-        self._head = []
-        pieces: list[str] = []
-        in_reasoning = self._in_reasoning
-
-        def release() -> None:
-            nonlocal skip
-            text = "".join(pieces)
-            pieces.clear()
-            if skip:
-                # The leading "<" of a held tag went out with an earlier chunk.
-                text = text[skip:]
-                skip = 0
-            if text:
-                events.append(ReasoningDelta(text) if in_reasoning else TextDelta(text))
-
-        pos = 0
-        for match in self._grammar.tag.finditer(data):
-            start = match.start()
-            if start > pos:
-                pieces.append(data[pos:start])
-            pos = match.end()
-            if match.group(1):
-                # Escaped tag: text with one backslash fewer.
-                pieces.append("<" + data[start + 2 : pos])
-                continue
-            first_marker = not self._seen_marker
-            self._seen_marker = True
-            if match.group(2):
-                if in_reasoning:
-                    release()
-                    events.append(ReasoningEnd())
-                    in_reasoning = False
-                elif first_marker and self._track_stray:
-                    release()
-                    self.stray_close_at = len(events)
-            elif not in_reasoning:
-                release()
-                events.append(ReasoningStart())
-                in_reasoning = True
-        k = self._grammar.partial_start(data, pos)
-        if k < 0:
-            pieces.append(data[pos:])
-        else:
-            backslashes = _backslashes_after_open(data, k)
-            if backslashes:
-                # Emit "<" and all but one backslash now: the result starts with them whether
-                # or not the rest becomes an escaped tag, so only one backslash waits.
-                pieces.append(data[pos:k] + "<" + "\\" * (backslashes - 1))
-                self._pending = "<" + data[k + backslashes :]
-                self._skip = 1
-            else:
-                pieces.append(data[pos:k])
-                self._pending = data[k:]
-        release()
-        self._in_reasoning = in_reasoning
         return events
 
 
@@ -305,22 +421,58 @@ class Escaper:
         """Escape one delta; return what can go out now."""
         pending = self._pending
         if pending is None:
-            if "<" not in text or not self._grammar.may_hold_tag(text):
+            if "<" not in text:
                 return text
             data = text
         else:
+            # The held body's "<" and backslashes went out already; a "<" stands in for them
+            # (escaping adds one backslash whatever their number) and is cut off below.
             data = "<" + pending + text
             self._pending = None
         grammar = self._grammar
-        k = grammar.partial_start(data, 0)
-        if k < 0:
-            out = grammar.escape(data)
+        size = end = len(data)
+        if size > LONG_INPUT:
+            # Only the last "<" can begin an unfinished tag; a regular expression escapes the rest.
+            k = data.rfind("<")
+            if k >= 0 and grammar.tag_end(data, k) == UNFINISHED:
+                end = k + 1
+                while end < size and data[end] == "\\":
+                    end += 1
+                self._pending = data[end:]
+                out = grammar.escape(data[:k]) + data[k:end]
+            else:
+                out = grammar.escape(data)
+            return out if pending is None else out[1:]
+        starters = grammar.starters
+        pieces: list[str] = []
+        begin = 0
+        k = data.find("<")
+        while k >= 0:
+            after = k + 1
+            if after < size and data[after] not in starters:
+                k = data.find("<", after)
+                continue
+            tag_end = grammar.tag_end(data, k)
+            if tag_end == NO_TAG:
+                k = data.find("<", after)
+                continue
+            if tag_end == UNFINISHED:
+                # Whether or not the tail becomes a tag, "<" and its backslashes go out
+                # unchanged (the backslash escaping adds may stand anywhere in that run).
+                end = after
+                while end < size and data[end] == "\\":
+                    end += 1
+                self._pending = data[end:]
+                break
+            pieces.append(data[begin:after])
+            pieces.append("\\")
+            begin = after
+            k = data.find("<", tag_end)
+        if pieces:
+            pieces.append(data[begin:end])
+            out = "".join(pieces)
         else:
-            backslashes = _backslashes_after_open(data, k)
-            # Whether or not the tail becomes a tag, "<" and its backslashes go out unchanged;
-            # the one backslash escaping adds may stand anywhere in that run.
-            out = grammar.escape(data[:k]) + data[k : k + 1 + backslashes]
-            self._pending = data[k + 1 + backslashes :]
+            out = data[begin:end]
         return out if pending is None else out[1:]
 
     def flush(self) -> str:

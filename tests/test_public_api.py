@@ -73,3 +73,14 @@ def test_reasoning_state_repr_hides_the_payload() -> None:
     assert reasoning_stream.ReasoningState.from_json(state.to_json()) == state
     raw = reasoning_stream.ReasoningState("bedrock", "m", "redacted", b"\x00\xffbytes")
     assert reasoning_stream.ReasoningState.from_json(raw.to_json()) == raw
+
+
+def test_telemetry_surface() -> None:
+    telemetry = importlib.import_module("reasoning_stream.telemetry")
+    assert telemetry.__all__ == [
+        "SEMCONV_VERSION",
+        "ContentCapture",
+        "instrument",
+        "is_instrumented",
+        "uninstrument",
+    ]

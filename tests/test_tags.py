@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from collections.abc import Iterator
+from contextlib import contextmanager
+from unittest.mock import patch
+
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from reasoning_stream import (
@@ -13,12 +17,24 @@ from reasoning_stream import (
     ReasoningStream,
     Scanner,
     TextDelta,
+    _tags,
 )
 from reasoning_stream._tags import ScanEvent, grammar_for
 from tests.helpers import coalesce, reference_split
 from tests.strategies import chunkings, tag_text, text_and_chunks
 
 LONGEST_TAG = len("</reasoning    >")
+
+thresholds = st.sampled_from([10**9, 0, 8])
+"""Values of LONG_INPUT: every input read with str.find, every one with regular expressions, or
+chunks of either kind within one stream."""
+
+
+@contextmanager
+def long_input(threshold: int) -> Iterator[None]:
+    """Inputs longer than ``threshold`` take the regular-expression path while this lasts."""
+    with patch.object(_tags, "LONG_INPUT", threshold):
+        yield
 
 
 def scan(chunks: list[str], *, start_in_reasoning: bool = False) -> list[ScanEvent]:
@@ -107,74 +123,98 @@ def test_custom_tags_that_share_prefixes() -> None:
     assert coalesce(events) == expected
 
 
-@given(text_and_chunks(), st.booleans())
-def test_chunking_never_changes_the_events(case: tuple[str, list[str]], start: bool) -> None:
+@given(text_and_chunks(), st.booleans(), thresholds)
+def test_chunking_never_changes_the_events(
+    case: tuple[str, list[str]], start: bool, threshold: int
+) -> None:
     text, chunks = case
-    assert coalesce(scan(chunks, start_in_reasoning=start)) == coalesce(
-        scan([text], start_in_reasoning=start)
-    )
+    with long_input(threshold):
+        assert coalesce(scan(chunks, start_in_reasoning=start)) == coalesce(
+            scan([text], start_in_reasoning=start)
+        )
 
 
-@given(text_and_chunks(), st.booleans())
-def test_scanner_agrees_with_lossless_split(case: tuple[str, list[str]], start: bool) -> None:
+@given(text_and_chunks(), st.booleans(), thresholds)
+@example(
+    ("a<THINK>b</Think\t>c<\\ThInKiNg>", ["a<TH", "INK>b</Th", "ink\t>c<\\", "ThInKiNg>"]),
+    False,
+    10**9,
+)
+@example(("x</REASONING  >y<Reasoning>z", ["x</REA", "SONING  >y<R", "easoning>z"]), True, 0)
+def test_scanner_agrees_with_lossless_split(
+    case: tuple[str, list[str]], start: bool, threshold: int
+) -> None:
     text, chunks = case
-    segments, answer = segments_and_text(scan(chunks, start_in_reasoning=start))
-    result = ReasoningStream.split(text, lossless=True, assume_open=start)
+    with long_input(threshold):
+        segments, answer = segments_and_text(scan(chunks, start_in_reasoning=start))
+        result = ReasoningStream.split(text, lossless=True, assume_open=start)
     assert (segments, answer) == (list(result.segments), result.text)
     assert (segments, answer) == reference_split(text, start_in_reasoning=start)[:2]
 
 
-@given(tag_text)
-def test_one_character_chunks_agree_with_whole_input(text: str) -> None:
-    assert coalesce(scan(list(text))) == coalesce(scan([text]))
+@given(tag_text, thresholds)
+def test_one_character_chunks_agree_with_whole_input(text: str, threshold: int) -> None:
+    with long_input(threshold):
+        assert coalesce(scan(list(text))) == coalesce(scan([text]))
 
 
-@given(text_and_chunks())
-def test_hold_back_is_bounded_and_only_an_unfinished_tag(case: tuple[str, list[str]]) -> None:
+@given(text_and_chunks(), thresholds)
+def test_hold_back_is_bounded_and_only_an_unfinished_tag(
+    case: tuple[str, list[str]], threshold: int
+) -> None:
     _, chunks = case
     scanner = Scanner()
     fed = ""
-    for chunk in chunks:
-        scanner.feed(chunk)
-        fed += chunk
-        held = scanner.held
-        assert len(held) <= LONGEST_TAG - 1 == scanner.max_holdback
-        assert fed.endswith(held)
-        if held:
-            # An unfinished tag: its "<", or the one backslash still deciding an escape.
-            assert held[0] in "<\\"
+    with long_input(threshold):
+        for chunk in chunks:
+            scanner.feed(chunk)
+            fed += chunk
+            held = scanner.held
+            assert len(held) <= LONGEST_TAG - 1 == scanner.max_holdback
+            assert fed.endswith(held)
+            if held:
+                # An unfinished tag: its "<", or the one backslash still deciding an escape.
+                assert held[0] in "<\\"
 
 
-@given(tag_text, st.data())
-def test_escape_then_split_gives_back_the_payload(payload: str, data: st.DataObject) -> None:
+@given(tag_text, st.data(), thresholds)
+def test_escape_then_split_gives_back_the_payload(
+    payload: str, data: st.DataObject, threshold: int
+) -> None:
     escaper = Escaper()
-    escaped = "".join(escaper.feed(chunk) for chunk in data.draw(chunkings(payload)))
-    escaped += escaper.flush()
+    with long_input(threshold):
+        escaped = "".join(escaper.feed(chunk) for chunk in data.draw(chunkings(payload)))
+        escaped += escaper.flush()
+        result = ReasoningStream.split(escaped, lossless=True)
+        rescanned = coalesce(scan([escaped]))
     assert escaped == grammar_for().escape(payload)
-    result = ReasoningStream.split(escaped, lossless=True)
     assert (result.text, result.segments, result.truncated) == (payload, (), False)
     # Nothing in escaped text can act as a marker.
-    assert coalesce(scan([escaped])) == ([TextDelta(payload)] if payload else [])
+    assert rescanned == ([TextDelta(payload)] if payload else [])
 
 
-@given(tag_text, st.data())
-def test_escaped_payload_inside_markers_round_trips(payload: str, data: st.DataObject) -> None:
+@given(tag_text, st.data(), thresholds)
+def test_escaped_payload_inside_markers_round_trips(
+    payload: str, data: st.DataObject, threshold: int
+) -> None:
     escaper = Escaper()
-    body = "".join(escaper.feed(chunk) for chunk in data.draw(chunkings(payload)))
-    body += escaper.flush()
-    collected = ReasoningStream.OPEN_TAG + body + ReasoningStream.CLOSE_TAG
-    result = ReasoningStream.split(collected, lossless=True)
+    with long_input(threshold):
+        body = "".join(escaper.feed(chunk) for chunk in data.draw(chunkings(payload)))
+        body += escaper.flush()
+        collected = ReasoningStream.OPEN_TAG + body + ReasoningStream.CLOSE_TAG
+        result = ReasoningStream.split(collected, lossless=True)
     assert result.segments == (payload,)
     assert result.text == ""
 
 
-@given(text_and_chunks())
-def test_escaper_hold_back_is_bounded(case: tuple[str, list[str]]) -> None:
+@given(text_and_chunks(), thresholds)
+def test_escaper_hold_back_is_bounded(case: tuple[str, list[str]], threshold: int) -> None:
     _, chunks = case
     escaper = Escaper()
-    for chunk in chunks:
-        escaper.feed(chunk)
-        assert len(escaper.held) <= LONGEST_TAG - 2
+    with long_input(threshold):
+        for chunk in chunks:
+            escaper.feed(chunk)
+            assert len(escaper.held) <= LONGEST_TAG - 2
 
 
 def test_escaper_splits_partial_tags_across_deltas() -> None:
