@@ -365,3 +365,59 @@ def test_rule_5_gemini_openai_compat_thoughts_and_call_signatures() -> None:
             "extra_content": call["extra_content"],
         }
     ]
+
+
+# --------------------------------------------- rule 10: literal tags in plain answers
+
+
+def chat_content(name: str) -> str:
+    parts = []
+    for event in Transcript.load(name).events:
+        data = event["data"]
+        for choice in data.get("choices", ()) if isinstance(data, dict) else ():
+            parts.append(choice["delta"].get("content") or "")
+    return "".join(parts)
+
+
+def test_rule_10_a_plain_model_quoting_think_tags_keeps_its_whole_answer() -> None:
+    """``inline_tags="auto"`` reads tags only when the model is known to write them or the
+    stream starts with one: gpt-4o quoting ``<think>`` mid-answer is all answer, and the
+    follow-up request carries that whole answer back.
+
+    Docs: https://platform.openai.com/docs/api-reference/chat/streaming (``delta.content`` is
+    the answer; OpenAI's models never put reasoning in it) and
+    https://api-docs.deepseek.com/guides/reasoning_model (servers that separate reasoning use
+    ``reasoning_content``); tags in content are a template convention of open models
+    (https://huggingface.co/deepseek-ai/DeepSeek-R1#usage-recommendations), so only a stream
+    that opens with one is read as reasoning.
+    """
+    answer = chat_content("openai_chat_literal_tags")
+    assert "<think>" in answer and not answer.lstrip().startswith("<")
+    with (
+        WireServer("openai_chat_literal_tags", "openai_chat_literal_tags") as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
+    ):
+        pipe = OpenAIChatPipe("gpt-4o", client=client)
+        conversation = Conversation().add_user("How do reasoning models mark thoughts?")
+        first = conversation.run(pipe)
+        conversation.add_user("Thanks!")
+        conversation.run(pipe)
+    assert first.model_reasoning == "" and first.reasoning_segments == ()
+    assert first.text == answer
+    sent = server.requests[1].json()["messages"]
+    assert sent[1] == {"role": "assistant", "content": answer}
+
+
+def test_rule_10_a_stream_that_opens_with_a_tag_is_still_read_as_reasoning() -> None:
+    """An unknown model whose content starts with ``<think>`` (Qwen3 or MiniMax behind a
+    server without a reasoning parser) still has its reasoning separated under "auto"."""
+    with (
+        WireServer("openai_chat_inline_think") as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
+    ):
+        result = OpenAIChatPipe("some-org/local-model", client=client).run("2+2?")
+    content = chat_content("openai_chat_inline_think")
+    opened = content.lstrip()
+    assert opened.startswith("<think>")
+    reasoning, _, text = opened[len("<think>") :].partition("</think>")
+    assert (result.model_reasoning, result.text) == (reasoning, text)

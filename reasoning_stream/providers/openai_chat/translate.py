@@ -26,8 +26,8 @@ from ..._events import (
     UsageReport,
 )
 from ..._exceptions import ProviderError
-from ..._tags import Scanner
 from .._errors import build_error
+from .._inline import TagReader, inline_scanner
 
 __all__ = [
     "REASONING_FIELDS",
@@ -190,10 +190,11 @@ class OpenAIChatTranslator:
         self.response_id: str | None = None
         """The stream's ``id`` (every chunk repeats it), once seen."""
         self._fields = tuple(reasoning_fields)
-        self._scanner: Scanner | None = (
-            None
-            if inline_tags is False
-            else Scanner(start_in_reasoning=start_in_reasoning, tags=tags)
+        self._scanner: TagReader | None = inline_scanner(
+            inline_tags,
+            start_in_reasoning=start_in_reasoning,
+            known_inline=starts_in_reasoning(model),
+            tags=tags,
         )
         self._scanning_is_auto = inline_tags == "auto"
         self._scanned = False
