@@ -36,7 +36,8 @@ from reasoning_stream.providers import (
 )
 from reasoning_stream.testing._wire import Transcript, WireServer
 
-CLAUDE = "claude-sonnet-4-6"
+# A model without preserved thinking: earlier turns' blocks go back only in the tool loop.
+CLAUDE = "claude-sonnet-4-5"
 BEDROCK_CLAUDE = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 THINKING = {"type": "enabled", "budget_tokens": 2048}
 GEMINI_TOOLS = "gemini-3-pro-preview"

@@ -421,3 +421,44 @@ def test_rule_10_a_stream_that_opens_with_a_tag_is_still_read_as_reasoning() -> 
     assert opened.startswith("<think>")
     reasoning, _, text = opened[len("<think>") :].partition("</think>")
     assert (result.model_reasoning, result.text) == (reasoning, text)
+
+
+# ----------------------------------------- rule 2: models that keep earlier thinking
+
+
+@pytest.mark.parametrize(
+    ("model", "kept"),
+    [
+        ("claude-opus-4-5", True),
+        ("claude-sonnet-4-6", True),
+        ("claude-opus-5", True),
+        ("claude-sonnet-4-5", False),
+        ("claude-opus-4-1", False),
+    ],
+)
+def test_rule_2_earlier_thinking_goes_back_to_models_that_keep_it(model: str, kept: bool) -> None:
+    """After a new user turn, the previous answer's signed thinking goes back to models with
+    preserved thinking (Opus 4.5+, Sonnet 4.6+, 5.x), exactly as received; older models get the
+    plain answer (they ignore, and bill, thinking from before the last user turn).
+
+    Docs: https://platform.claude.com/docs/en/build-with-claude/preserved-thinking ("On models
+    with preserved thinking, usable blocks stay in context ... Send assistant turns back
+    exactly as the API returned them"; "thinking blocks are tied to the model that produced
+    them") and https://docs.claude.com/en/docs/build-with-claude/extended-thinking#thinking-block-preservation.
+    """
+    with (
+        WireServer("anthropic_thinking", "anthropic_no_thinking") as server,
+        anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0) as client,
+    ):
+        pipe = AnthropicPipe(model, client=client, thinking=THINKING)
+        conversation = Conversation().add_user("Capital of France?")
+        first = conversation.run(pipe)
+        conversation.add_user("And of Italy?")
+        conversation.run(pipe)
+    events = sse_events("anthropic_thinking")
+    content = anthropic_content(events)
+    assistant = server.requests[1].json()["messages"][1]
+    if kept:
+        assert assistant == {"role": "assistant", "content": content}
+    else:
+        assert assistant == {"role": "assistant", "content": first.text}

@@ -18,7 +18,7 @@ from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import provider_error
 from .._spec import Demo, ProviderSpec
 from .._transports import AsyncSource, Source, asdk_source, sdk_source
-from .effort import PLANNER
+from .effort import PLANNER, keeps_earlier_thinking
 from .request import convert_turns
 from .translate import PROVIDER, AnthropicTranslator, error_details, stream_error
 
@@ -185,8 +185,11 @@ class AnthropicPipe(ProviderPipe):
 
 
 def _passback(model: str | None) -> PassbackPolicy:
-    # Signed thinking must open each assistant turn of an unfinished tool loop; once a user
-    # turn follows, the API ignores (and bills) older blocks.
+    # Models with preserved thinking (Opus 4.5+, Sonnet 4.6+, 5.x) use every earlier turn's
+    # blocks, sent back exactly as received; older ones need them only in the current tool
+    # loop and ignore (while billing) older blocks.
+    if keeps_earlier_thinking(model or ""):
+        return PassbackPolicy(states="always")
     return PassbackPolicy(states="tool_loop")
 
 

@@ -46,6 +46,7 @@ from .._driver import PipeOptions, ProviderPipe, require
 from .._errors import build_error, provider_error, retry_after_seconds
 from .._spec import Demo, ProviderSpec
 from .._transports import AsyncSource, Source, aevent_stream_source, event_stream_source
+from ..anthropic.effort import keeps_earlier_thinking
 from .effort import PLANNER
 from .request import anthropic_messages, converse_messages, deepseek_prompt
 from .translate import (
@@ -353,7 +354,11 @@ class BedrockPipe(ProviderPipe):
 
 
 def _passback(model: str | None) -> PassbackPolicy:
-    # As on Anthropic: signed reasoning opens each assistant turn of an unfinished tool loop.
+    # As on Anthropic: Claude models with preserved thinking use every earlier turn's
+    # reasoning; others need it in the current tool loop only.
+    lowered = (model or "").lower()
+    if "anthropic.claude" in lowered and keeps_earlier_thinking(lowered):
+        return PassbackPolicy(states="always")
     return PassbackPolicy(states="tool_loop")
 
 
