@@ -464,3 +464,60 @@ def test_rule_2_earlier_thinking_goes_back_to_models_that_keep_it(model: str, ke
         assert assistant == {"role": "assistant", "content": content}
     else:
         assert assistant == {"role": "assistant", "content": first.text}
+
+
+# --------------------------------- rule 3: the interleaved-thinking beta header
+
+
+WEATHER_TOOL = {
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "beta"),
+    [
+        ("claude-sonnet-4-5", THINKING, True),
+        ("claude-opus-4-1", THINKING, True),
+        ("claude-sonnet-4-6", {"type": "adaptive"}, False),
+        ("claude-3-7-sonnet-20250219", THINKING, False),
+    ],
+)
+def test_rule_3_manual_budget_with_tools_sends_the_interleaved_beta(
+    model: str, thinking: dict[str, Any], beta: bool
+) -> None:
+    """Manual extended thinking with tools sends ``anthropic-beta: interleaved-thinking-
+    2025-05-14`` on the first request and on the tool-loop follow-up; adaptive thinking
+    interleaves without it, and Claude 3.7 cannot interleave.
+
+    Docs: https://platform.claude.com/docs/en/build-with-claude/extended-thinking#interleaved-thinking
+    (manual mode needs the beta header ``interleaved-thinking-2025-05-14`` to think between
+    tool calls) and https://platform.claude.com/docs/en/build-with-claude/adaptive-thinking
+    ("Adaptive mode automatically enables interleaved thinking ... No beta header is
+    required").
+    """
+    with (
+        WireServer("anthropic_interleaved_tool", "anthropic_tool_answer") as server,
+        anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0) as client,
+    ):
+        pipe = AnthropicPipe(
+            model, client=client, thinking=thinking, extra_body={"tools": [WEATHER_TOOL]}
+        )
+        conversation = tool_loop(pipe)
+        conversation.run(pipe)
+    for request in server.requests:
+        assert request.json()["tools"] == [WEATHER_TOOL]
+        sent = request.headers.get("anthropic-beta", "")
+        assert ("interleaved-thinking-2025-05-14" in sent) is beta
+
+
+def test_rule_3_no_tools_no_beta() -> None:
+    """Without tools there is nothing to interleave: no beta header."""
+    with (
+        WireServer("anthropic_thinking") as server,
+        anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0) as client,
+    ):
+        AnthropicPipe("claude-sonnet-4-5", client=client, thinking=THINKING).run("Hi")
+    assert "anthropic-beta" not in server.requests[0].headers

@@ -31,6 +31,18 @@ _CLAUDE_VERSION = re.compile(
 _ADAPTIVE_ONLY_NAMES = frozenset({"mythos", "fable"})
 
 
+def claude_version(model: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a Claude model id; ``None`` when it names no version.
+
+    >>> claude_version("claude-sonnet-4-5-20250929"), claude_version("claude-3-7-sonnet")
+    ((4, 5), (3, 7))
+    """
+    match = _CLAUDE_VERSION.search(model.lower())
+    if match is None:
+        return None
+    return int(match["major"]), int(match["minor"] or 0)
+
+
 def keeps_earlier_thinking(model: str) -> bool:
     """Whether a Claude model keeps thinking blocks of earlier turns in its context.
 

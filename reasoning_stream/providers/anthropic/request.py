@@ -12,9 +12,13 @@ from typing import Any
 
 from ..._events import ReasoningState
 from ..._history import HistoryTurn, in_received_order, tool_call_arguments
+from .effort import claude_version
 from .translate import PROVIDER, field_of, text_of
 
-__all__ = ["convert_turns"]
+__all__ = ["INTERLEAVED_BETA", "convert_turns", "needs_interleaved_beta"]
+
+INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+"""The beta that lets manual extended thinking think between tool calls (Claude 4 models)."""
 
 
 def _image_block(url: str) -> dict[str, Any]:
@@ -176,3 +180,25 @@ def convert_turns(
                 {"role": "user", "content": _native_content(field_of(message, "content"))}
             )
     return system, messages
+
+
+def needs_interleaved_beta(model: str, body: Mapping[str, Any]) -> bool:
+    """Whether a request needs the interleaved-thinking beta to think between tool calls.
+
+    Only manual extended thinking (``{"type": "enabled", "budget_tokens": N}``) with tools,
+    on Claude 4 models that take it (4.0 to 4.6); adaptive thinking interleaves without a
+    header, Claude 3.7 cannot interleave, and 4.7 and later reject manual thinking anyway.
+
+    >>> body = {"thinking": {"type": "enabled", "budget_tokens": 2048}, "tools": [{"name": "t"}]}
+    >>> needs_interleaved_beta("claude-sonnet-4-5", body)
+    True
+    >>> needs_interleaved_beta("claude-3-7-sonnet", body)
+    False
+    """
+    thinking = body.get("thinking")
+    if not body.get("tools") or not isinstance(thinking, Mapping):
+        return False
+    if thinking.get("type") != "enabled":
+        return False
+    version = claude_version(model)
+    return version is not None and (4, 0) <= version <= (4, 6)
