@@ -174,7 +174,8 @@ def test_plain_multi_turn_sends_no_prior_reasoning_by_default() -> None:
             # Kimi keeps its reasoning in context on every turn (the pipe's former rule).
             PassbackPolicy("tool_loop", "always", DETAILS),
         ),
-        ("ollama", "qwen3", PassbackPolicy("never", "never")),
+        # The chat API takes thinking back in the current tool loop (rule 8 of issue #11).
+        ("ollama", "qwen3", PassbackPolicy("never", "tool_loop")),
         ("scripted", "scripted", PassbackPolicy()),
         (None, None, PassbackPolicy()),
     ],

@@ -15,6 +15,7 @@ from typing import Any
 
 import anthropic
 import boto3
+import ollama
 import openai
 import pytest
 from botocore.config import Config
@@ -24,6 +25,7 @@ from reasoning_stream._pipe import Pipe
 from reasoning_stream.providers import (
     AnthropicPipe,
     BedrockPipe,
+    OllamaPipe,
     OpenAIChatPipe,
     OpenAIResponsesPipe,
 )
@@ -521,3 +523,71 @@ def test_rule_3_no_tools_no_beta() -> None:
     ):
         AnthropicPipe("claude-sonnet-4-5", client=client, thinking=THINKING).run("Hi")
     assert "anthropic-beta" not in server.requests[0].headers
+
+
+# ------------------------------------------- rule 8: Ollama and gpt-oss keep thinking
+
+
+def ollama_thinking(name: str) -> str:
+    return "".join(
+        event.get("message", {}).get("thinking") or "" for event in Transcript.load(name).events
+    )
+
+
+def test_rule_8_ollama_tool_loop_keeps_thinking_and_the_scope_is_the_clients_host() -> None:
+    """The assistant turn of the current tool loop goes back with its ``thinking``; once a user
+    turn follows, it goes back without. The pipe's endpoint is the given client's host, so a
+    turn made at one server is not replayed to another.
+
+    Docs: https://docs.ollama.com/capabilities/thinking (the chat API's ``message.thinking``)
+    and https://docs.ollama.com/api/chat (an assistant message takes ``thinking``; the gpt-oss
+    and Qwen3 templates render it for the turns after the last user message).
+    """
+    replies = ("ollama_chat_tool_call", "ollama_chat_plain", "ollama_chat_plain")
+    with WireServer(*replies) as server, WireServer("ollama_chat_plain") as other:
+        pipe = OllamaPipe("qwen3", client=ollama.Client(host=server.url), think=True)
+        assert pipe.endpoint == server.url.rstrip("/")
+        conversation = Conversation().add_user("Weather in Paris and Rome?")
+        first = conversation.run(pipe)
+        for call in first.tool_calls:
+            conversation.add_tool_result(call.id, "18 °C", name=call.name)
+        elsewhere = conversation.copy()
+        conversation.run(pipe)
+        conversation.add_user("Thanks!")
+        conversation.run(pipe)
+        foreign = OllamaPipe("qwen3", client=ollama.Client(host=other.url), think=True)
+        elsewhere.run(foreign)
+    thinking = ollama_thinking("ollama_chat_tool_call")
+    loop, after_user = (request.json()["messages"] for request in server.requests[1:])
+    assert loop[1]["role"] == "assistant" and loop[1]["thinking"] == thinking
+    assert after_user[1]["role"] == "assistant" and "thinking" not in after_user[1]
+    sent_elsewhere = other.requests[0].json()["messages"]
+    assert sent_elsewhere[1]["role"] == "assistant" and "thinking" not in sent_elsewhere[1]
+
+
+def test_rule_8_gpt_oss_on_openai_compatible_servers_keeps_reasoning_in_the_loop() -> None:
+    """gpt-oss keeps its chain of thought until the final answer: the tool-loop turn goes
+    back with ``reasoning_content``, and not after the next user turn.
+
+    Docs: https://cookbook.openai.com/articles/openai-harmony ("drop the previous turns'
+    chain of thought once a final answer was given; keep it while the model is calling
+    tools") and https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html.
+    """
+    replies = (
+        "openai_chat_tool_call",
+        "openai_chat_reasoning_content",
+        "openai_chat_reasoning_content",
+    )
+    with (
+        WireServer(*replies) as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
+    ):
+        pipe = OpenAIChatPipe("openai/gpt-oss-120b", client=client)
+        conversation = tool_loop(pipe)
+        conversation.run(pipe)
+        conversation.add_user("Thanks!")
+        conversation.run(pipe)
+    reasoning = chat_reasoning("openai_chat_tool_call")
+    loop, after_user = (request.json()["messages"] for request in server.requests[1:])
+    assert loop[1]["reasoning_content"] == reasoning
+    assert "reasoning_content" not in after_user[1]

@@ -303,6 +303,10 @@ def _passback(model: str | None) -> PassbackPolicy:
     reasoning: ReasoningPassback = (
         "always" if "kimi" in lowered else "tool_calls" if "deepseek" in lowered else "never"
     )
+    if "gpt-oss" in lowered:
+        # gpt-oss (harmony) keeps its chain of thought until the final answer: the turns of
+        # the current tool loop carry it back on OpenAI-compatible servers (vLLM, Ollama).
+        reasoning = "tool_loop"
     if is_gemini(lowered):
         # Gemini's OpenAI-compatible endpoint: thought signatures ride on the tool calls and
         # go back with every earlier model turn (ai.google.dev/gemini-api/docs/thought-signatures).

@@ -22,7 +22,8 @@ def message(turn: HistoryTurn, pipe: object, *, reasoning_field: str) -> dict[st
     """One history turn as a Chat Completions message for ``pipe``.
 
     Whether an assistant turn carries readable reasoning (in ``reasoning_field``) is the
-    pipe's passback policy, the one decision point: ``"always"``, or ``"tool_calls"`` for
+    pipe's passback policy, the one decision point: ``"always"``; ``"tool_loop"`` (the
+    conversation hands reasoning over for the current tool loop only); ``"tool_calls"`` for
     turns that called tools. A tool-call turn the policy covers always carries the field,
     ``""`` when no reasoning of this model is known for it: DeepSeek and Kimi answer 400 to a
     tool-call turn without it, whoever wrote the turn. A value the caller wrote into the
@@ -34,10 +35,10 @@ def message(turn: HistoryTurn, pipe: object, *, reasoning_field: str) -> dict[st
         return plain
     policy = PassbackPolicy.for_pipe(pipe).reasoning
     calls = bool(plain.get("tool_calls"))
-    if policy == "always" or (policy == "tool_calls" and calls):
+    if policy in ("always", "tool_loop") or (policy == "tool_calls" and calls):
         if turn.reasoning:
             plain[reasoning_field] = turn.reasoning
-        elif calls and reasoning_field not in plain:
+        elif calls and policy != "tool_loop" and reasoning_field not in plain:
             plain[reasoning_field] = ""
     states = [state for state in turn.states if state.may_go_to(pipe, check_endpoint=False)]
     details = [json.loads(state.payload) for state in states if state.kind == "reasoning_details"]
