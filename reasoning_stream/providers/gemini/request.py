@@ -16,6 +16,7 @@ from typing import Any
 
 from ..._events import ReasoningState
 from ..._history import HistoryTurn, tool_call_arguments
+from .effort import gemini_version
 from .translate import int_of, str_of
 
 __all__ = ["contents", "tool_declarations"]
@@ -179,7 +180,13 @@ def contents(
     system: list[dict[str, Any]] = []
     result: list[dict[str, Any]] = []
     calls_by_id: dict[str, tuple[str, str | None]] = {}
-    for turn in turns:
+    version = gemini_version(str(getattr(pipe, "model", "") or ""))
+    strict = version is not None and version >= (3, 0)
+    current_turn = 1 + max(
+        (index for index, turn in enumerate(turns) if turn.message.get("role") == "user"),
+        default=-1,
+    )
+    for index, turn in enumerate(turns):
         message = turn.message
         role = message.get("role")
         if role in ("system", "developer"):
@@ -188,7 +195,10 @@ def contents(
             calls = [_Call(call) for call in message.get("tool_calls") or ()]
             # Only signatures this provider and model made go back; reasoning text never does.
             states = [state for state in turn.states if state.may_go_to(pipe, check_endpoint=False)]
-            _append(result, "model", _model_parts(message, states, calls))
+            parts = _model_parts(message, states, calls)
+            if strict and index >= current_turn:
+                _sign_first_call(parts)
+            _append(result, "model", parts)
             for call in calls:
                 calls_by_id[call.id] = (call.name, call.server_id)
         elif role == "tool":
@@ -204,6 +214,20 @@ def contents(
         else:
             _append(result, "user", _user_parts(message.get("content")))
     return system, result
+
+
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""The documented stand-in for a signature Gemini 3 never issued (history from another model
+or a function call the application wrote)."""
+
+
+def _sign_first_call(parts: list[dict[str, Any]]) -> None:
+    """Gemini 3 validates the first function call of each step of the current turn: give it
+    the documented stand-in when it carries no signature of this model."""
+    for part in parts:
+        if "functionCall" in part:
+            part.setdefault("thoughtSignature", SKIP_SIGNATURE)
+            return
 
 
 def tool_declarations(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
