@@ -9,6 +9,7 @@ pipes. Each docstring cites the provider's page that states the rule.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -655,3 +656,83 @@ def test_rule_6_gemini_3_gets_the_documented_stand_in_for_calls_it_did_not_sign(
     assert all("thoughtSignature" not in part for part in calls[1:])
     first_signatures = {state.payload for state in first.reasoning_state}
     assert not first_signatures & {part.get("thoughtSignature") for part in contents[3]["parts"]}
+
+
+# ---------------------------------------------- rule 9: the effort knob, current docs
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize(
+    ("model", "setting", "fields"),
+    [
+        ("claude-opus-5", False, {"thinking": {"type": "disabled"}}),
+        ("claude-opus-5-5", False, {}),
+        (
+            "claude-opus-5-5",
+            "low",
+            {"thinking": {"type": "adaptive"}, "output_config": {"effort": "low"}},
+        ),
+        ("claude-opus-4-7", False, {}),
+    ],
+)
+def test_rule_9_claude_5_thinking_switch_as_documented(
+    model: str, setting: Any, fields: dict[str, Any]
+) -> None:
+    """Opus 5 thinks by default and accepts ``disabled`` (at effort high or below); Opus 5.5
+    cannot disable thinking (``disabled`` answers 400), so ``reasoning=False`` sends nothing
+    and says so; Opus 4.7 is off unless asked.
+
+    Docs: https://platform.claude.com/docs/en/models/opus-5/migration-guide ("thinking is on
+    by default, and thinking can be disabled only at effort high or below") and
+    https://platform.claude.com/docs/en/models/opus-5-5/whats-new-opus-5-5 ("Thinking can't
+    be disabled": ``"thinking.type.disabled" is not supported for this model``).
+    """
+    with (
+        WireServer("anthropic_no_thinking", "anthropic_no_thinking") as server,
+        anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0) as client,
+        warnings.catch_warnings(record=True),
+    ):
+        warnings.simplefilter("always")
+        pipe = AnthropicPipe(model, client=client, reasoning=setting)
+        conversation = Conversation().add_user("Hi")
+        conversation.run(pipe)
+        conversation.add_user("Again")
+        conversation.run(pipe)
+    for request in server.requests:
+        body = request.json()
+        assert {key: body[key] for key in ("thinking", "output_config") if key in body} == fields
+    if not fields:
+        assert pipe.reasoning_plan().warnings
+
+
+@pytest.mark.parametrize(
+    ("model", "setting", "fields"),
+    [
+        ("deepseek-chat", False, {"thinking": {"type": "disabled"}}),
+        ("deepseek-chat", "high", {"thinking": {"type": "enabled"}, "reasoning_effort": "high"}),
+        ("kimi-k2.5", False, {"thinking": {"type": "disabled"}}),
+    ],
+)
+def test_rule_9_deepseek_and_kimi_thinking_switches(
+    model: str, setting: Any, fields: dict[str, Any]
+) -> None:
+    """DeepSeek's API takes ``thinking: {type: enabled|disabled}`` plus ``reasoning_effort``;
+    Kimi K2.5 and later take ``thinking: {type: disabled}``; both ride in the request body
+    (the SDK's ``extra_body``), on every request of the conversation.
+
+    Docs: https://api-docs.deepseek.com/guides/thinking_mode (the toggle and effort table)
+    and https://platform.moonshot.ai/docs/guide/use-kimi-k2-thinking-model (thinking is on by
+    default on K2.5 and later; ``{"type": "disabled"}`` turns it off).
+    """
+    with (
+        WireServer("openai_chat_no_reasoning", "openai_chat_no_reasoning") as server,
+        openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0) as client,
+    ):
+        pipe = OpenAIChatPipe(model, client=client, reasoning=setting)
+        conversation = Conversation().add_user("Hi")
+        conversation.run(pipe)
+        conversation.add_user("Again")
+        conversation.run(pipe)
+    for request in server.requests:
+        body = request.json()
+        assert {key: body[key] for key in ("thinking", "reasoning_effort") if key in body} == fields
