@@ -75,6 +75,32 @@ def test_reasoning_state_repr_hides_the_payload() -> None:
     assert reasoning_stream.ReasoningState.from_json(raw.to_json()) == raw
 
 
+def test_the_strategies_module_is_public() -> None:
+    import reasoning_stream.testing.strategies as strategies
+
+    assert {
+        "TAG_FRAGMENTS",
+        "SampleChannel",
+        "channels",
+        "chunkings",
+        "event_scripts",
+        "expected_from_script",
+        "scripts",
+        "tag_text",
+        "text_and_chunks",
+    } == set(strategies.__all__)
+    for name in strategies.__all__:
+        assert getattr(strategies, name) is not None
+
+
+def test_reasoning_stream_tools() -> None:
+    """The channel's reading tools, including the display helper ``unescape``."""
+    stream = reasoning_stream.ReasoningStream
+    for name in ("OPEN_TAG", "CLOSE_TAG", "split", "scanner", "escaper", "unescape"):
+        assert getattr(stream, name) is not None, name
+    assert stream.unescape("<\\think>") == "<think>"
+
+
 def test_telemetry_surface() -> None:
     telemetry = importlib.import_module("reasoning_stream.telemetry")
     assert telemetry.__all__ == [
