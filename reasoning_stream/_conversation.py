@@ -118,7 +118,7 @@ class PassbackPolicy:
         >>> PassbackPolicy.for_provider("openai-chat", "deepseek-chat").reasoning
         'tool_calls'
         >>> PassbackPolicy.for_provider("ollama")
-        PassbackPolicy(states='never', reasoning='never', kinds=None)
+        PassbackPolicy(states='never', reasoning='tool_loop', kinds=None)
         """
         # The registry is asked at call time: core imports no provider package up front.
         from .providers._spec import spec

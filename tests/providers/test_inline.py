@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from reasoning_stream import Event, ReasoningDelta, ReasoningStart, TextDelta
 from reasoning_stream.providers._inline import LeadingTagScanner
-from tests.strategies import chunkings, tag_text
+from reasoning_stream.testing.strategies import chunkings, tag_text
 
 # 300 examples per law: about a second each on the shared machine.
 LAWS = settings(max_examples=300, deadline=None)
@@ -40,7 +40,7 @@ def coalesced(events: Sequence[Event]) -> list[Event]:
 
 @st.composite
 def text_with_chunks(draw: st.DrawFn, prefix: st.SearchStrategy[str]) -> tuple[str, list[str]]:
-    text = draw(prefix) + draw(tag_text)
+    text = draw(prefix) + draw(tag_text())
     return text, draw(chunkings(text))
 
 
