@@ -13,8 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from reasoning_stream import Escaper, ReasoningStream
-
-from .strategies import chunkings, tag_text
+from reasoning_stream.testing.strategies import chunkings, tag_text
 
 NAMES = ("think", "thinking", "reasoning")
 MAX_SPACES = 4
@@ -95,13 +94,13 @@ def test_the_reference_is_not_trivial() -> None:
 
 
 @EXAMPLES
-@given(tag_text)
+@given(tag_text())
 def test_unescape_agrees_with_the_reference(text: str) -> None:
     assert ReasoningStream.unescape(text) == reference_unescape(text)
 
 
 @EXAMPLES
-@given(tag_text, st.sampled_from([("answer",), ("think", "th"), ("reasoning", "REASON")]))
+@given(tag_text(), st.sampled_from([("answer",), ("think", "th"), ("reasoning", "REASON")]))
 def test_unescape_with_custom_tags_agrees_with_the_reference(
     text: str, tags: tuple[str, ...]
 ) -> None:
@@ -110,7 +109,7 @@ def test_unescape_with_custom_tags_agrees_with_the_reference(
 
 
 @EXAMPLES
-@given(tag_text)
+@given(tag_text())
 def test_lossless_split_removes_what_the_reference_removes(text: str) -> None:
     """Text without real markers: ``split(lossless=True)`` and ``unescape`` both equal the
     reference, so the display helper removes exactly what ``split`` removes."""
@@ -121,7 +120,7 @@ def test_lossless_split_removes_what_the_reference_removes(text: str) -> None:
 
 
 @EXAMPLES
-@given(tag_text, st.data())
+@given(tag_text(), st.data())
 def test_unescape_undoes_the_channel_escaper_at_every_chunking(
     payload: str, data: st.DataObject
 ) -> None:
