@@ -173,7 +173,9 @@ def bedrock_pipe(server: WireServer, model: str = BEDROCK_CLAUDE) -> Iterator[Be
 
 @contextmanager
 def ollama_pipe(server: WireServer) -> Iterator[OllamaPipe]:
-    yield OllamaPipe("qwen3", client=ollama.Client(host=server.url), think=True)
+    # The client is the test's: close it, or its pooled socket leaks into a later test.
+    with ollama.Client(host=server.url) as client:
+        yield OllamaPipe("qwen3", client=client, think=True)
 
 
 def gemini_reply(name: str, model: str) -> Transcript:

@@ -548,8 +548,13 @@ def test_rule_8_ollama_tool_loop_keeps_thinking_and_the_scope_is_the_clients_hos
     and Qwen3 templates render it for the turns after the last user message).
     """
     replies = ("ollama_chat_tool_call", "ollama_chat_plain", "ollama_chat_plain")
-    with WireServer(*replies) as server, WireServer("ollama_chat_plain") as other:
-        pipe = OllamaPipe("qwen3", client=ollama.Client(host=server.url), think=True)
+    with (
+        WireServer(*replies) as server,
+        WireServer("ollama_chat_plain") as other,
+        ollama.Client(host=server.url) as client,
+        ollama.Client(host=other.url) as other_client,
+    ):
+        pipe = OllamaPipe("qwen3", client=client, think=True)
         assert pipe.endpoint == server.url.rstrip("/")
         conversation = Conversation().add_user("Weather in Paris and Rome?")
         first = conversation.run(pipe)
@@ -559,7 +564,7 @@ def test_rule_8_ollama_tool_loop_keeps_thinking_and_the_scope_is_the_clients_hos
         conversation.run(pipe)
         conversation.add_user("Thanks!")
         conversation.run(pipe)
-        foreign = OllamaPipe("qwen3", client=ollama.Client(host=other.url), think=True)
+        foreign = OllamaPipe("qwen3", client=other_client, think=True)
         elsewhere.run(foreign)
     thinking = ollama_thinking("ollama_chat_tool_call")
     loop, after_user = (request.json()["messages"] for request in server.requests[1:])
