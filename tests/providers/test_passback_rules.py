@@ -741,3 +741,47 @@ def test_rule_9_deepseek_and_kimi_thinking_switches(
     for request in server.requests:
         body = request.json()
         assert {key: body[key] for key in ("thinking", "reasoning_effort") if key in body} == fields
+
+
+CONVERSE_TOOLS = {
+    "tools": [
+        {
+            "toolSpec": {
+                "name": "get_weather",
+                "inputSchema": {
+                    "json": {"type": "object", "properties": {"city": {"type": "string"}}}
+                },
+            }
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize("api", ["converse", "invoke"])
+def test_rule_3_bedrock_claude_with_a_budget_and_tools_sends_the_beta_in_the_body(api: str) -> None:
+    """On Bedrock the beta rides in the body: ``anthropic_beta`` in Converse's
+    ``additionalModelRequestFields``, or at the top of the Invoke body, on every request of
+    the tool loop.
+
+    Docs: https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-extended-thinking.html
+    (interleaved thinking with ``anthropic_beta: ["interleaved-thinking-2025-05-14"]``).
+    """
+    if api == "converse":
+        replies = ("bedrock_converse_tool_use", "bedrock_converse_plain")
+        options: dict[str, Any] = {"extra_body": {"toolConfig": CONVERSE_TOOLS}}
+    else:
+        replies = ("bedrock_invoke_anthropic_interleaved", "bedrock_invoke_anthropic_thinking")
+        options = {"extra_body": {"tools": [WEATHER_TOOL]}}
+    with (
+        WireServer(*replies) as server,
+        bedrock_pipe(
+            server, api=api, additional_model_request_fields={"thinking": THINKING}, **options
+        ) as pipe,
+    ):
+        conversation = tool_loop(pipe)
+        conversation.run(pipe)
+    for request in server.requests:
+        body = request.json()
+        fields = body["additionalModelRequestFields"] if api == "converse" else body
+        assert fields["anthropic_beta"] == ["interleaved-thinking-2025-05-14"]
+        assert fields["thinking"] == THINKING

@@ -47,6 +47,7 @@ from .._errors import build_error, provider_error, retry_after_seconds
 from .._spec import Demo, ProviderSpec
 from .._transports import AsyncSource, Source, aevent_stream_source, event_stream_source
 from ..anthropic.effort import keeps_earlier_thinking
+from ..anthropic.request import INTERLEAVED_BETA, needs_interleaved_beta
 from .effort import PLANNER
 from .request import anthropic_messages, converse_messages, deepseek_prompt
 from .translate import (
@@ -264,8 +265,22 @@ class BedrockPipe(ProviderPipe):
                 request["additionalModelRequestFields"] = dict(self.additional_model_request_fields)
             request = self.with_reasoning(request)
             request.update(self.extra_body)
+            fields = request.get("additionalModelRequestFields")
+            if isinstance(fields, Mapping) and self._needs_interleaved_beta(
+                fields, request.get("toolConfig")
+            ):
+                request["additionalModelRequestFields"] = _with_beta(fields)
             return request
         return {"modelId": self.model_id, "body": json.dumps(self.invoke_body(turns))}
+
+    def _needs_interleaved_beta(self, fields: Mapping[str, Any], tools: Any) -> bool:
+        # Claude on Bedrock takes Anthropic's betas in the body (anthropic_beta): manual
+        # thinking budgets think between tool calls only with the interleaved-thinking beta.
+        if "anthropic.claude" not in self.model_id.lower():
+            return False
+        return needs_interleaved_beta(
+            self.model_id, {"thinking": fields.get("thinking"), "tools": tools}
+        )
 
     def invoke_body(self, turns: Sequence[HistoryTurn]) -> dict[str, Any]:
         """The model's native request body for ``api="invoke"``."""
@@ -309,6 +324,8 @@ class BedrockPipe(ProviderPipe):
             if limit is not None:
                 body["max_tokens"] = limit
         body.update(self.extra_body)
+        if family == "anthropic" and self._needs_interleaved_beta(body, body.get("tools")):
+            body = _with_beta(body)
         return body
 
     # ------------------------------------------------------------------------- stream
@@ -351,6 +368,14 @@ class BedrockPipe(ProviderPipe):
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map botocore and transport exceptions to ``ProviderError`` (code, message, status)."""
         return bedrock_error(error, self.provider or PROVIDER)
+
+
+def _with_beta(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with the interleaved-thinking beta added to ``anthropic_beta``."""
+    betas = list(fields.get("anthropic_beta") or ())
+    if INTERLEAVED_BETA not in betas:
+        betas.append(INTERLEAVED_BETA)
+    return {**fields, "anthropic_beta": betas}
 
 
 def _passback(model: str | None) -> PassbackPolicy:
