@@ -194,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the text starts inside reasoning (a template wrote the open tag)",
     )  # fmt: skip
     split.set_defaults(handler=_split_command)
+    from .web._serve import add_serve_command
+
+    add_serve_command(commands)
     return parser
 
 

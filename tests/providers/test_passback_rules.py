@@ -24,6 +24,7 @@ import pytest
 from botocore.config import Config
 
 from reasoning_stream._conversation import Conversation
+from reasoning_stream._exceptions import UsageError
 from reasoning_stream._pipe import Pipe
 from reasoning_stream.providers import (
     AnthropicPipe,
@@ -272,8 +273,9 @@ def chat_reasoning(name: str) -> str:
 @pytest.mark.parametrize("model", ["deepseek-chat", "moonshotai/kimi-k2-thinking"])
 def test_rule_7_every_tool_call_turn_carries_reasoning_content(model: str) -> None:
     """Every assistant tool-call turn goes back with ``reasoning_content``: the model's own
-    reasoning, ``""`` for a turn that had none, ``""`` for a tool-call turn another model (or
-    the application) wrote; in the tool loop and in every later request.
+    reasoning, ``""`` for its own turn that had none, in the tool loop and in every later
+    request; a tool-call turn another model (or the application) wrote is named by preflight
+    and goes back with ``""`` under ``repair=True``.
 
     Docs: https://api-docs.deepseek.com/guides/thinking_mode#tool-calls ("For turns that do
     perform tool calls, the reasoning_content must be fully passed back to the API in all
@@ -306,15 +308,25 @@ def test_rule_7_every_tool_call_turn_carries_reasoning_content(model: str) -> No
         conversation = Conversation().add_user("Weather in Rome?").add_message(foreign)
         conversation.add_tool_result("call_earlier", "21 °C")
         conversation.add_user("And in Paris, with the time?")
-        first = conversation.run(pipe)
+        # The hand-written turn has no reasoning of this model: preflight names it, and only
+        # repair=True sends it (with "", as the docs allow).
+        with pytest.raises(UsageError, match="reasoning_content_missing"):
+            conversation.run(pipe)
+        assert not server.requests
+
+        def run() -> Any:
+            with pytest.warns(UserWarning, match="empty reasoning_content"):
+                return conversation.run(pipe, repair=True)
+
+        first = run()
         for call in first.tool_calls:
             conversation.add_tool_result(call.id, "18 °C")
-        second = conversation.run(pipe)
+        second = run()
         for call in second.tool_calls:
             conversation.add_tool_result(call.id, "09:00")
-        conversation.run(pipe)
+        run()
         conversation.add_user("Thanks. And tomorrow?")
-        conversation.run(pipe)
+        run()
     own = chat_reasoning("openai_chat_tool_call")
     assert own and chat_reasoning("openai_chat_tool_call_bare") == ""
     for number, expected in ((1, [""]), (2, ["", own]), (3, ["", own, ""]), (4, ["", own, ""])):
@@ -612,9 +624,8 @@ def gemini_served(name: str, model: str) -> Transcript:
 
 def test_rule_6_gemini_3_gets_the_documented_stand_in_for_calls_it_did_not_sign() -> None:
     """A Gemini 3 request whose current turn holds function calls another model made (or the
-    application wrote) gives the first call of each step the documented stand-in signature;
-    calls before the current turn are left as they are, and a real signature is never
-    replaced.
+    application wrote) is named by preflight; with ``repair=True`` the first call of the step
+    gets the documented stand-in signature, calls before the current turn stay as written.
 
     Docs: https://ai.google.dev/gemini-api/docs/thought-signatures#faqs ("If you are
     transferring a conversation trace from another model ... or injecting a custom function
@@ -647,7 +658,11 @@ def test_rule_6_gemini_3_gets_the_documented_stand_in_for_calls_it_did_not_sign(
         first = conversation.run(older)
         for call in first.tool_calls:
             conversation.add_tool_result(call.id, "18 °C")
-        conversation.run(newer)
+        # Preflight names the unsigned call; repair=True sends the documented stand-in.
+        with pytest.raises(UsageError, match="signature_missing"):
+            conversation.run(newer)
+        with pytest.warns(UserWarning, match="placeholder thought signature"):
+            conversation.run(newer, repair=True)
     contents = server.requests[1].json()["contents"]
     # The tool result and the next user message share one "user" content.
     assert [content["role"] for content in contents] == ["user", "model", "user", "model", "user"]

@@ -47,7 +47,8 @@ from .._errors import build_error, provider_error, retry_after_seconds
 from .._spec import Demo, ProviderSpec
 from .._transports import AsyncSource, Source, aevent_stream_source, event_stream_source
 from ..anthropic.effort import keeps_earlier_thinking
-from ..anthropic.request import INTERLEAVED_BETA, needs_interleaved_beta
+from ..anthropic.request import INTERLEAVED_BETA, needs_interleaved_beta, thinking_turned_off
+from . import request as bedrock_request
 from .effort import PLANNER
 from .request import anthropic_messages, converse_messages, deepseek_prompt
 from .translate import (
@@ -266,6 +267,9 @@ class BedrockPipe(ProviderPipe):
             request = self.with_reasoning(request)
             request.update(self.extra_body)
             fields = request.get("additionalModelRequestFields")
+            if thinking_turned_off(turns) and isinstance(fields, dict):
+                request["additionalModelRequestFields"] = fields = dict(fields)
+                bedrock_request.drop_thinking(fields)
             if isinstance(fields, Mapping) and self._needs_interleaved_beta(
                 fields, request.get("toolConfig")
             ):
@@ -324,6 +328,8 @@ class BedrockPipe(ProviderPipe):
             if limit is not None:
                 body["max_tokens"] = limit
         body.update(self.extra_body)
+        if thinking_turned_off(turns):
+            bedrock_request.drop_thinking(body)
         if family == "anthropic" and self._needs_interleaved_beta(body, body.get("tools")):
             body = _with_beta(body)
         return body
@@ -364,6 +370,21 @@ class BedrockPipe(ProviderPipe):
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
         """The event stream, opened and read in worker threads (boto3 is sync only)."""
         return await aevent_stream_source(lambda: self._open(client, prompt))
+
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """``converse`` or ``invoke_model`` (non-streaming); boto3's response, body read."""
+        request = self.build_request(prompt)
+        if self.api == "converse":
+            return client.converse(**request)
+        response = dict(client.invoke_model(**request))
+        body: Any = response.get("body")
+        try:
+            response["body"] = body.read() if hasattr(body, "read") else body
+        finally:
+            close = getattr(body, "close", None)
+            if callable(close):
+                close()
+        return response
 
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map botocore and transport exceptions to ``ProviderError`` (code, message, status)."""
@@ -409,6 +430,8 @@ SPEC = ProviderSpec(
     key_needed=False,
     passback=_passback,
     effort=PLANNER,
+    preflight=bedrock_request.preflight,
+    repair=bedrock_request.repair,
     demo=Demo("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6", _demo_pipe),
 )
 """Amazon Bedrock (ConverseStream and InvokeModelWithResponseStream)."""
