@@ -28,7 +28,7 @@ from ._callbacks import CallbackErrorHandler, reject_awaitable, report_callback_
 from ._channel import Channel, Entry, Targets
 from ._events import Event
 
-__all__ = ["adeliver", "deliver", "deliver_sync"]
+__all__ = ["adeliver", "awaitable_name", "deliver", "deliver_sync"]
 
 _Coroutine = types.CoroutineType
 
@@ -118,12 +118,12 @@ def _deliver_sync(
 ) -> None:
     while (pending := deliver(channel, on_error, final=final)) is not None:
         if in_run and not final:
-            reject_awaitable(pending, _name(pending))
+            reject_awaitable(pending, awaitable_name(pending))
         close = getattr(pending, "close", None)
         if callable(close):
             close()
         warnings.warn(
-            f"async callback {_name(pending)} skipped: hooks called outside a run "
+            f"async callback {awaitable_name(pending)} skipped: hooks called outside a run "
             "deliver to sync callbacks only; use `await pipe.arun(...)`",
             RuntimeWarning,
             stacklevel=5,
@@ -153,6 +153,6 @@ async def adeliver(
             report_callback_error(on_error, error, channel.awaiting, final=final)
 
 
-def _name(awaitable: object) -> str:
+def awaitable_name(awaitable: object) -> str:
     """What to call the async callback that returned ``awaitable``, in a message."""
     return repr(getattr(awaitable, "__qualname__", None) or type(awaitable).__name__)

@@ -26,11 +26,12 @@ from ._callbacks import (
     EventCallback,
     StreamingCallback,
     is_async_callable,
+    reject_awaitable,
     report_callback_error,
 )
 from ._capture import Capture, PipeResult, Status, Timings, status_for
 from ._channel import Channel
-from ._delivery import adeliver, deliver, deliver_sync
+from ._delivery import adeliver, awaitable_name, deliver, deliver_sync
 from ._events import (
     Event,
     Finish,
@@ -544,10 +545,20 @@ class Pipe:
                         handle(event)
                         subs = self._callbacks if lanes else ()
                         continue
-                    # The bare entry text() or reasoning() would have queued for the lane's
-                    # one callback, delivered by the one algorithm.
-                    outbox.append(delta)
-                    deliver_sync(channel, on_error, in_run=True)
+                    # What deliver_sync() does with the bare entry the hook would have queued
+                    # for the lane's one callback: a hook it calls only queues.
+                    channel.delivering = True
+                    try:
+                        result = subs[0](delta)
+                    except Exception as error:
+                        report_callback_error(on_error, error, delta)
+                        result = None
+                    finally:
+                        channel.delivering = False
+                    if result is not None and inspect.isawaitable(result):
+                        reject_awaitable(result, awaitable_name(result))
+                    if outbox:
+                        deliver_sync(channel, on_error, in_run=True)
             finally:
                 close = getattr(source, "close", None)
                 if close is not None:
