@@ -48,6 +48,7 @@ from ._messages import (
 )
 from ._pipe import Pipe, PipeResult, Prompt, Status, Timings
 from ._pipeline import Pipeline, PipelineResult
+from ._preflight import PassbackProblem
 from ._stream import ReasoningStream, Split
 from ._tags import DEFAULT_TAGS, Escaper, Scanner
 
@@ -65,6 +66,7 @@ __all__ = [
     "MalformedStreamError",
     "OpaqueState",
     "PassbackPolicy",
+    "PassbackProblem",
     "Pipe",
     "PipeResult",
     "Pipeline",

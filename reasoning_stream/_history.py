@@ -16,7 +16,7 @@ from ._events import ReasoningState
 from ._exceptions import UsageError
 from ._messages import messages_from_prompt
 
-__all__ = ["HistoryTurn", "history_turns", "tool_call_arguments"]
+__all__ = ["HistoryTurn", "check_passback", "history_turns", "tool_call_arguments"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,14 @@ def history_turns(prompt: Any, pipe: object) -> list[HistoryTurn]:
         turns: list[HistoryTurn] = turns_for(pipe)
         return turns
     return [HistoryTurn(message) for message in messages_from_prompt(prompt)]
+
+
+def check_passback(prompt: Any, pipe: object) -> None:
+    """Raise ``UsageError`` before any request when ``prompt`` (a conversation) holds turns the
+    provider is documented to reject; prompts that are not conversations pass."""
+    check = getattr(prompt, "check_passback", None)
+    if callable(check):
+        check(pipe)
 
 
 def tool_call_arguments(arguments: Any, name: str, *, provider_label: str) -> dict[str, Any]:

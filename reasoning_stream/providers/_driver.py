@@ -32,7 +32,7 @@ from .._callbacks import CallbackErrorHandler
 from .._effort import Reasoning, ReasoningPlan, merge_params, plan_reasoning, validate_reasoning
 from .._events import Event
 from .._exceptions import ProviderError, UsageError
-from .._history import HistoryTurn, history_turns
+from .._history import HistoryTurn, check_passback, history_turns
 from .._messages import strip_inert_keys
 from .._pipe import Pipe, Prompt
 from ._errors import provider_error, redact_exception_chain
@@ -67,6 +67,9 @@ class Translator(Protocol):
     def salvage(self) -> list[Event]:
         """What a broken stream still releases (held characters, completed state)."""
 
+    def read_response(self, response: Any) -> list[Event]:
+        """The events of one non-streaming response (``stream=False``), end included."""
+
 
 class PipeOptions(TypedDict, total=False):
     """Keywords every provider pipe takes (see :class:`ProviderPipe`)."""
@@ -78,6 +81,7 @@ class PipeOptions(TypedDict, total=False):
     on_callback_error: CallbackErrorHandler | None
     stream_model_reasoning: bool
     reasoning: Reasoning
+    stream: bool
 
 
 class EndpointOptions(PipeOptions, total=False):
@@ -101,6 +105,9 @@ class ProviderPipe(Pipe):
         reasoning: one reasoning-effort knob: ``None`` (the provider's default), ``False``,
             ``True``, ``"low"``, ``"medium"``, ``"high"`` or a token budget (``int``), mapped
             to the provider's native parameters (see :meth:`reasoning_plan`).
+        stream: ``True`` (the default) streams the answer; ``False`` makes one
+            non-streaming request the way the provider documents it, and gives the same
+            ``PipeResult`` and the same channel (one chunk per reasoning or text part).
     """
 
     provider: str | None = None
@@ -127,9 +134,14 @@ class ProviderPipe(Pipe):
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
         reasoning: Reasoning = None,
+        stream: bool = True,
     ) -> None:
         validate_reasoning(reasoning)
+        if not isinstance(stream, bool):
+            raise UsageError(f"stream must be True or False, got {stream!r}")
         self.reasoning: Reasoning = reasoning
+        self.stream: bool = stream
+        """``False``: one non-streaming request per run (see :meth:`create_response`)."""
         super().__init__(
             name=name,
             escape_markers=escape_markers,
@@ -269,6 +281,18 @@ class ProviderPipe(Pipe):
         """Async twin of :meth:`open_stream`."""
         raise NotImplementedError
 
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Send the non-streaming request for ``prompt`` with a sync client; the response.
+
+        The response is the decoded body (a dict) or the SDK's parsed object; the
+        translator's ``read_response`` reads either.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no one-shot request")
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        raise NotImplementedError(f"{type(self).__name__} has no one-shot request")
+
     def stream_ended(self, translator: Translator) -> None:
         """Called once a stream ended, however it ended (server timings, for instance)."""
 
@@ -276,6 +300,10 @@ class ProviderPipe(Pipe):
 
     def iter_events(self, prompt: Prompt) -> Iterator[Event]:
         """Stream one turn with the sync client, yielding its events."""
+        check_passback(prompt, self)
+        if not self.stream:
+            yield from self._iter_response(prompt)
+            return
         client = self.sync_client()
         translator = self.translator()
         source = self.open_stream(client, prompt)
@@ -315,6 +343,11 @@ class ProviderPipe(Pipe):
         ``arun()`` reads this loop. A given sync client runs in a worker thread, an event at a
         time.
         """
+        check_passback(prompt, self)
+        if not self.stream:
+            async for event in self._aiter_response(prompt):
+                yield (event,)
+            return
         if self.reads_in_threads:
             client, owned = self.sync_client(), False
         else:
@@ -358,6 +391,45 @@ class ProviderPipe(Pipe):
                 finally:
                     if owned:
                         await self.aclose_client(client)
+
+    def _iter_response(self, prompt: Prompt) -> Iterator[Event]:
+        """One non-streaming request with the sync client; its events, read at once."""
+        client = self.sync_client()
+        translator = self.translator()
+        try:
+            response = self.create_response(client, prompt)
+            events = translator.read_response(response)
+        finally:
+            self.set_response_id(translator.response_id)
+            self.stream_ended(translator)
+        yield from events
+
+    async def _aiter_response(self, prompt: Prompt) -> AsyncIterator[Event]:
+        """Async twin of :meth:`_iter_response` (a given sync client runs in a thread)."""
+        owned = False
+        if self.reads_in_threads:
+            client = self.sync_client()
+        else:
+            chosen = self._async_client()
+            if chosen is None:
+                client = self.sync_client()
+            else:
+                client, owned = chosen
+        translator = self.translator()
+        try:
+            if self.reads_in_threads or (not owned and not self.is_async_client(client)):
+                response = await anyio.to_thread.run_sync(self.create_response, client, prompt)
+            else:
+                response = await self.acreate_response(client, prompt)
+            events = translator.read_response(response)
+        finally:
+            self.set_response_id(translator.response_id)
+            self.stream_ended(translator)
+            if owned:
+                with anyio.CancelScope(shield=True):
+                    await self.aclose_client(client)
+        for event in events:
+            yield event
 
     # --------------------------------------------------------------------------- errors
 

@@ -18,6 +18,7 @@ from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import provider_error
 from .._spec import Demo, ProviderSpec
 from .._transports import AsyncSource, Source, asdk_source, sdk_source
+from . import request
 from .effort import PLANNER
 from .request import convert_turns
 from .translate import PROVIDER, AnthropicTranslator, error_details, stream_error
@@ -94,7 +95,8 @@ class AnthropicPipe(ProviderPipe):
         >>> AnthropicPipe("claude-x").build_request("hi")
         {'model': 'claude-x', 'max_tokens': 4096, 'messages': [{'role': 'user', 'content': 'hi'}]}
         """
-        system, messages = convert_turns(self.turns(prompt))
+        turns = self.turns(prompt)
+        system, messages = convert_turns(turns)
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self._resolved_max_tokens(),
@@ -108,6 +110,8 @@ class AnthropicPipe(ProviderPipe):
             body["thinking"] = dict(self.thinking)
         body = self.with_reasoning(body)
         body.update(self.extra_body)
+        if request.thinking_turned_off(turns):
+            body.pop("thinking", None)
         return body
 
     def _resolved_max_tokens(self) -> int:
@@ -163,6 +167,25 @@ class AnthropicPipe(ProviderPipe):
         """``messages.create(stream=True)`` with the async client."""
         return asdk_source(await client.messages.create(**self._create_arguments(prompt)))
 
+    # ------------------------------------------------------------------------- one-shot
+
+    def _oneshot_arguments(self, prompt: Prompt | Any) -> dict[str, Any]:
+        arguments = self._create_arguments(prompt)
+        del arguments["stream"]
+        if "timeout" not in arguments:
+            # The SDK refuses a non-streaming call whose max_tokens could outlast its default
+            # timeout unless one is given; the pipe's own default is the SDK's ten minutes.
+            arguments["timeout"] = _ONESHOT_TIMEOUT
+        return arguments
+
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """``messages.create()`` without ``stream`` with the sync client; the ``Message``."""
+        return client.messages.create(**self._oneshot_arguments(prompt))
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        return await client.messages.create(**self._oneshot_arguments(prompt))
+
     # --------------------------------------------------------------------------- errors
 
     def wrap_error(self, error: BaseException) -> ProviderError:
@@ -182,6 +205,10 @@ class AnthropicPipe(ProviderPipe):
             return stream_error(body, provider=self.provider or PROVIDER)
         what = f"{error_type}: {message}" if error_type and message else None
         return provider_error(self.provider or self.name, error, what=what)
+
+
+_ONESHOT_TIMEOUT = 600.0
+"""Seconds a one-shot request may take when the pipe sets no ``timeout``."""
 
 
 def _passback(model: str | None) -> PassbackPolicy:
@@ -205,6 +232,8 @@ SPEC = ProviderSpec(
     base_url_env="ANTHROPIC_BASE_URL",
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("anthropic_thinking", "claude-sonnet-4-6", _demo_pipe),
 )
 """The Anthropic Messages API."""

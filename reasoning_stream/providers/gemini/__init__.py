@@ -42,6 +42,7 @@ from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe
 from .._errors import build_error, retry_after_seconds
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
@@ -264,6 +265,40 @@ class GeminiPipe(ProviderPipe):
             )
         )
 
+    # ------------------------------------------------------------------------- one-shot
+
+    @property
+    def oneshot_url(self) -> str:
+        """The ``:generateContent`` endpoint of the pipe's model (``stream=False``)."""
+        return f"{self.base_url}/models/{self.model}:generateContent"
+
+    def _oneshot_headers(self) -> dict[str, str]:
+        headers = self._headers()
+        headers["Accept"] = "application/json"
+        return headers
+
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """POST ``:generateContent``; the whole response object."""
+        return post_json(
+            client,
+            self.oneshot_url,
+            body=self.build_request(prompt),
+            headers=self._oneshot_headers(),
+            provider=self.provider or "gemini",
+            status_error=_status_error,
+        )
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        return await apost_json(
+            client,
+            self.oneshot_url,
+            body=self.build_request(prompt),
+            headers=self._oneshot_headers(),
+            provider=self.provider or "gemini",
+            status_error=_status_error,
+        )
+
 
 def _passback(model: str | None) -> PassbackPolicy:
     # Thought signatures go back on their parts in every earlier model turn.
@@ -282,6 +317,8 @@ SPEC = ProviderSpec(
     key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("gemini_reasoning", "gemini-2.5-flash", _demo_pipe),
 )
 """The Gemini API (native ``streamGenerateContent``)."""

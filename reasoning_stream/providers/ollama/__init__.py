@@ -177,6 +177,20 @@ class OllamaPipe(ProviderPipe):
         self.last_server_timings = None
         return andjson_source(await getattr(client, self.api)(**call))
 
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """The SDK call with ``"stream": false``; the one reply."""
+        call = self.build_request(prompt)
+        call["stream"] = False
+        self.last_server_timings = None
+        return getattr(client, self.api)(**call)
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        call = self.build_request(prompt)
+        call["stream"] = False
+        self.last_server_timings = None
+        return await getattr(client, self.api)(**call)
+
     def stream_ended(self, translator: Any) -> None:
         """Keep the server's timings of the stream that ended."""
         self.last_server_timings = translator.server_timings

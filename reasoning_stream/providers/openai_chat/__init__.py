@@ -23,6 +23,7 @@ from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
 from ..._tags import grammar_for
 from .._driver import EndpointOptions, ProviderPipe, require
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
@@ -206,7 +207,7 @@ class OpenAIChatPipe(ProviderPipe):
 
     def _message(self, turn: HistoryTurn) -> dict[str, Any]:
         send = self.send_reasoning_back
-        if send is None and turn.reasoning:
+        if send is None and turn.reasoning is not None:
             send = self._auto_send_reasoning(turn.message)
         return request.message(
             turn, self, send_reasoning=bool(send), reasoning_field=self.reasoning_passback_field
@@ -285,6 +286,35 @@ class OpenAIChatPipe(ProviderPipe):
         stream = await client.chat.completions.create(**request.sdk_arguments(body, self.timeout))
         return asdk_source(stream)
 
+    # ----------------------------------------------------------------------------- one-shot
+
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """One non-streaming request (no ``stream``, no ``stream_options``); the completion."""
+        body = request.oneshot_body(self.build_request(prompt))
+        if self.transport == "httpx":
+            return post_json(
+                client,
+                self._url(client),
+                body=body,
+                headers=self._headers(),
+                provider=self.provider or self.name,
+            )
+        return client.chat.completions.create(**request.oneshot_sdk_arguments(body, self.timeout))
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        body = request.oneshot_body(self.build_request(prompt))
+        if self.transport == "httpx":
+            return await apost_json(
+                client,
+                self._url(client),
+                body=body,
+                headers=self._headers(),
+                provider=self.provider or self.name,
+            )
+        arguments = request.oneshot_sdk_arguments(body, self.timeout)
+        return await client.chat.completions.create(**arguments)
+
     # ------------------------------------------------------------------------------- errors
 
 
@@ -315,6 +345,8 @@ SPEC = ProviderSpec(
     base_url_env="OPENAI_BASE_URL",
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("openai_chat_reasoning_content", "deepseek-reasoner", _demo_pipe),
 )
 """OpenAI Chat Completions and the servers that speak it."""

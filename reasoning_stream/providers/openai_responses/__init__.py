@@ -240,6 +240,20 @@ class OpenAIResponsesPipe(ProviderPipe):
         create = client.responses.create
         return asdk_source(await create(**request.sdk_arguments(create, body)))
 
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """``responses.create()`` without ``stream`` with the sync client; the ``Response``."""
+        body = self.build_request(prompt)
+        body.pop("stream", None)
+        create = client.responses.create
+        return create(**request.sdk_arguments(create, body))
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        body = self.build_request(prompt)
+        body.pop("stream", None)
+        create = client.responses.create
+        return await create(**request.sdk_arguments(create, body))
+
 
 def _passback(model: str | None) -> PassbackPolicy:
     # Reasoning items go back with every earlier turn (stateless replay pairs them by id).
@@ -261,6 +275,8 @@ SPEC = ProviderSpec(
     base_url_env="OPENAI_BASE_URL",
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("openai_responses_summary", "o4-mini", _demo_pipe),
 )
 """The OpenAI Responses API."""
