@@ -72,7 +72,12 @@ def add_serve_command(commands: Any) -> None:
     """Register ``serve`` on the command line's subparsers."""
     from .._cli import PROVIDERS
 
-    parser = commands.add_parser("serve", help="a web page showing reasoning live (127.0.0.1)")
+    parser = commands.add_parser(
+        "serve",
+        help="a web page showing reasoning live (127.0.0.1)",
+        description="Serve a page on 127.0.0.1 that starts a run and shows its reasoning live, "
+        "above the answer, through the hub (the offline demo unless --provider is given).",
+    )
     parser.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any free)")
     parser.add_argument(
         "--provider", choices=sorted(PROVIDERS), default=None, help="a live provider (needs a key)"
