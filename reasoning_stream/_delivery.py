@@ -4,7 +4,9 @@
 awaitable, and returns that awaitable. The sync driver cannot wait, so it refuses (inside a run)
 or skips with a warning (hooks driven by hand); the async driver awaits it and calls
 :func:`deliver` again. There is no second copy of the loop: the async side only waits where the
-sync side would have had to refuse.
+sync side would have had to refuse. (The drivers' one shortcut, a plain delta on a lane handed to
+a lone callback, does what this loop would do with the one entry it did not build: call, report
+an error, await an awaitable.)
 
 An entry leaves the outbox before its callbacks run. When one of them interrupts the delivery (an
 error handler that raises, ``KeyboardInterrupt``, a cancellation while awaiting) or returns an

@@ -6,6 +6,12 @@ channel (:mod:`._channel`), which alone decides markers, escaping and the reason
 drivers empty the channel's outbox with the one delivery algorithm (:mod:`._delivery`). A run owns
 its channel for its lifetime: a pipe refuses a second run, concurrent or re-entrant, before
 anything is touched.
+
+The drivers take one shortcut, the channel's *lane*: while the channel says a lone callback's
+stream is settled (:meth:`Channel.lane <._channel.Channel.lane>`), a delta without ``<`` is
+captured and handed to that callback directly, exactly as the hook and the delivery would have
+done, without building an outbox entry. ``arun()`` reads a source's events in batches
+(:meth:`Pipe.aiter_event_batches`) and handles them one by one, each delivered before the next.
 """
 
 from __future__ import annotations
@@ -89,7 +95,8 @@ class Pipe:
     back the reasoning and the answer. Reasoning is captured on the result whether or not it is
     streamed.
 
-    Subclasses implement :meth:`iter_events` (and optionally :meth:`aiter_events`) to turn a
+    Subclasses implement :meth:`iter_events` (and optionally :meth:`aiter_events`, or
+    :meth:`aiter_event_batches` for a source that gets several events at once) to turn a
     provider's stream into events; the hooks and drivers here do the rest.
 
     Args:
