@@ -35,9 +35,13 @@ from ._events import (
 )
 from ._exceptions import (
     CallbackError,
+    ConflictError,
+    ConversationNotFoundError,
+    CorruptConversationError,
     MalformedStreamError,
     ProviderError,
     ReasoningStreamError,
+    StoreError,
     UsageError,
 )
 from ._messages import (
@@ -58,7 +62,10 @@ __all__ = [
     "PROVENANCE_KEY",
     "PROVENANCE_VALUES",
     "CallbackError",
+    "ConflictError",
     "Conversation",
+    "ConversationNotFoundError",
+    "CorruptConversationError",
     "Escaper",
     "Event",
     "Finish",
@@ -86,6 +93,7 @@ __all__ = [
     "Scanner",
     "Split",
     "Status",
+    "StoreError",
     "TextDelta",
     "Timings",
     "ToolCall",

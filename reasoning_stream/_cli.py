@@ -324,7 +324,7 @@ def status_notice(result: PipeResult) -> str | None:
     """A line for a run that did not end normally with an answer, or ``None``."""
     if result.status != "length":
         return None
-    if not result.text and result.model_reasoning:
+    if result.reasoning_exhausted:
         return (
             "the model used its whole output limit reasoning and wrote no answer (status "
             "length): raise --max-tokens or lower --reasoning"

@@ -578,7 +578,14 @@ class Conversation(Sequence[dict[str, Any]]):
         pending, self._pending = self._pending, None
         return pending
 
-    def run(self, pipe: Any, *, repair: bool = False) -> PipeResult:
+    def run(
+        self,
+        pipe: Any,
+        *,
+        repair: bool = False,
+        store: Any = None,
+        conversation_id: str | None = None,
+    ) -> PipeResult:
         """Run ``pipe`` on this history and add its answer, tracking the generation.
 
         If the run fails or is cancelled the answer is not added: the pending generation
@@ -586,7 +593,20 @@ class Conversation(Sequence[dict[str, Any]]):
         reject (:meth:`preflight`) raises ``UsageError`` before any request, unless
         ``repair=True``: then what the provider's docs say to drop or fill is dropped or
         filled for this request, with a warning saying what.
+
+        With ``store=`` (a ``reasoning_stream.store`` store) and ``conversation_id=`` the
+        run is recorded there too: this conversation is saved when it is new or extends the
+        stored one (``ConflictError`` when the stored one has turns it lacks), the pending
+        generation is stored before the call and the answer appended after it, retried on
+        a conflict; afterwards this conversation equals the stored one.
+        See ``reasoning_stream.store.run_stored``.
         """
+        if store is not None or conversation_id is not None:
+            from .store._run import run_with_store
+
+            answer, latest = run_with_store(store, conversation_id, pipe, self, repair=repair)
+            self._adopt(latest)
+            return answer
         record = self.begin_generation(pipe)
         try:
             result: PipeResult = pipe.run(self.with_repair() if repair else self)
@@ -596,8 +616,23 @@ class Conversation(Sequence[dict[str, Any]]):
         self.add(result)
         return result
 
-    async def arun(self, pipe: Any, *, repair: bool = False) -> PipeResult:
+    async def arun(
+        self,
+        pipe: Any,
+        *,
+        repair: bool = False,
+        store: Any = None,
+        conversation_id: str | None = None,
+    ) -> PipeResult:
         """:meth:`run` on the running event loop, through ``pipe.arun``."""
+        if store is not None or conversation_id is not None:
+            from .store._run import arun_with_store
+
+            answer, latest = await arun_with_store(
+                store, conversation_id, pipe, self, repair=repair
+            )
+            self._adopt(latest)
+            return answer
         record = self.begin_generation(pipe)
         try:
             result: PipeResult = await pipe.arun(self.with_repair() if repair else self)
@@ -606,6 +641,12 @@ class Conversation(Sequence[dict[str, Any]]):
             raise
         self.add(result)
         return result
+
+    def _adopt(self, other: Conversation) -> None:
+        # After a stored run, become what the store holds (other writers' turns included).
+        if other is not self:
+            self._messages, self._records = other._messages, other._records
+            self._pending = other._pending
 
     # ----------------------------------------------------------------------- passback
 

@@ -277,7 +277,9 @@ def test_a_budget_that_means_nothing_is_refused_before_any_request(
 ) -> None:
     status, body, err = sent_body(capsys, "anthropic", "claude-sonnet-4-5", "--reasoning", "0")
     assert status == 2 and body == {}
-    assert err.startswith("reasoning-stream: reasoning=0 means nothing for anthropic")
+    # The pipe refuses it at construction now; the CLI prefixes the provider to such errors.
+    assert err.startswith("reasoning-stream: ")
+    assert "reasoning=0 means nothing for anthropic" in err
     assert err.count("\n") == 1
 
 

@@ -76,6 +76,39 @@ def test_reasoning_state_repr_hides_the_payload() -> None:
     assert reasoning_stream.ReasoningState.from_json(raw.to_json()) == raw
 
 
+def test_store_names_are_exported() -> None:
+    store = importlib.import_module("reasoning_stream.store")
+    assert sorted(store.__all__) == [
+        "ConflictError",
+        "ConversationNotFoundError",
+        "ConversationStore",
+        "CorruptConversationError",
+        "RedisStore",
+        "SQLiteStore",
+        "StoreError",
+        "arun_stored",
+        "run_stored",
+    ]
+    for name in ("ConflictError", "StoreError", "CorruptConversationError"):
+        assert name in reasoning_stream.__all__
+        assert getattr(store, name) is getattr(reasoning_stream, name)
+    assert issubclass(reasoning_stream.ConflictError, reasoning_stream.ReasoningStreamError)
+
+
+def test_strategy_names_are_exported() -> None:
+    strategies = importlib.import_module("reasoning_stream.strategies")
+    assert sorted(strategies.__all__) == [
+        "ChainOfDraft",
+        "ChainOfThought",
+        "PromptStrategy",
+        "StrategyPipe",
+        "StrategyResult",
+        "draft_steps",
+        "native_thinking",
+    ]
+    assert issubclass(strategies.StrategyResult, reasoning_stream.PipeResult)
+
+
 def test_hub_and_web_contract_names_are_exported() -> None:
     hub = importlib.import_module("reasoning_stream.hub")
     web = importlib.import_module("reasoning_stream.web")

@@ -65,6 +65,9 @@ class AnthropicPipe(ProviderPipe):
     sync_client_hint: ClassVar[str] = "anthropic.Anthropic(...) as client="
     secret_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     extra = "anthropic"
+    sdk: ClassVar[str | None] = "anthropic"
+    client_methods: ClassVar[tuple[str, ...]] = ("messages.create",)
+    client_hint: ClassVar[str] = "an anthropic.Anthropic or anthropic.AsyncAnthropic client"
 
     def __init__(
         self,

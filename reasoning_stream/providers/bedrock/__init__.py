@@ -164,6 +164,12 @@ class BedrockPipe(ProviderPipe):
     secret_env = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK")
     extra = "bedrock"
     reads_in_threads: ClassVar[bool] = True
+    sdk: ClassVar[str | None] = "boto3"
+    client_methods: ClassVar[tuple[str, ...]] = (
+        "converse_stream",
+        "invoke_model_with_response_stream",
+    )
+    client_hint: ClassVar[str] = "a boto3 client for 'bedrock-runtime'"
 
     def __init__(
         self,

@@ -38,7 +38,7 @@ import httpx
 
 from ..._conversation import PassbackPolicy
 from ..._effort import merge_params
-from ..._exceptions import ProviderError, UsageError
+from ..._exceptions import ProviderError
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe
 from .._errors import build_error, retry_after_seconds
@@ -146,6 +146,8 @@ class GeminiPipe(ProviderPipe):
     # No SDK to install: httpx and httpx-sse are core dependencies of the package.
     extra = "all"
     sync_client_hint: ClassVar[str] = "an httpx.Client"
+    transport: ClassVar[str] = "httpx"
+    """Gemini is read with httpx and httpx-sse only."""
 
     def __init__(
         self,
@@ -159,7 +161,8 @@ class GeminiPipe(ProviderPipe):
         options["base_url"] = (
             options.get("base_url") or os.environ.get("GEMINI_BASE_URL") or DEFAULT_BASE_URL
         )
-        super().__init__(model.removeprefix("models/"), **options)
+        super().__init__(model, **options)
+        self.model = model.removeprefix("models/")
         self.include_thoughts = include_thoughts
         self.thinking_config: dict[str, Any] = dict(thinking_config or {})
         self.tools: list[dict[str, Any]] = [dict(tool) for tool in tools or ()]
@@ -207,11 +210,6 @@ class GeminiPipe(ProviderPipe):
         key = self._key()
         if key:
             headers["x-goog-api-key"] = key
-        elif self.client is None:
-            raise UsageError(
-                f"{self.name} needs an API key: pass api_key=, or set GEMINI_API_KEY "
-                "(or GOOGLE_API_KEY)"
-            )
         return headers
 
     # ---------------------------------------------------------------------------- events

@@ -35,6 +35,7 @@ Think: TypeAlias = bool | Literal["low", "medium", "high"] | None
 """Ollama's ``think`` request field: on/off, or a level for models that take one (gpt-oss)."""
 
 DEFAULT_HOST = "http://localhost:11434"
+_THINK_VALUES: tuple[Think, ...] = (None, True, False, "low", "medium", "high")
 
 
 class OllamaPipe(ProviderPipe):
@@ -71,6 +72,9 @@ class OllamaPipe(ProviderPipe):
     provider = "ollama"
     extra = "ollama"
     sync_client_hint: ClassVar[str] = "an ollama.Client"
+    sdk: ClassVar[str | None] = "ollama"
+    client_methods: ClassVar[tuple[str, ...]] = ("chat", "generate")
+    client_hint: ClassVar[str] = "an ollama.Client or ollama.AsyncClient"
 
     def __init__(
         self,
@@ -89,6 +93,11 @@ class OllamaPipe(ProviderPipe):
             raise UsageError(f"api must be 'chat' or 'generate', not {api!r}")
         if inline_tags not in ("auto", True, False):
             raise UsageError(f"inline_tags must be 'auto', True or False, not {inline_tags!r}")
+        if think not in _THINK_VALUES or (isinstance(think, int) and not isinstance(think, bool)):
+            raise UsageError(
+                f"think must be None, True, False, 'low', 'medium' or 'high' (Ollama's think "
+                f"field), not {think!r}; or use reasoning= for the portable knob"
+            )
         super().__init__(model, **pipe_options)
         if think is not None and self.reasoning is not None:
             raise UsageError("give either think= (Ollama's own switch) or reasoning=, not both")

@@ -95,6 +95,12 @@ class OpenAIChatPipe(ProviderPipe):
     secret_env = ("OPENAI_API_KEY",)
     extra: str = "openai"
     sync_client_hint: ClassVar[str] = "a sync one (openai.OpenAI / httpx.Client)"
+    sdk: ClassVar[str | None] = "openai"
+    client_methods: ClassVar[tuple[str, ...]] = ("chat.completions.create",)
+    client_hint: ClassVar[str] = (
+        "an openai.OpenAI or openai.AsyncOpenAI client (or, with transport='httpx', an "
+        "httpx.Client or httpx.AsyncClient)"
+    )
     reasoning_fields: ClassVar[tuple[str, ...]] = REASONING_FIELDS
     """Delta fields carrying reasoning, in priority order."""
     reasoning_passback_field: ClassVar[str] = "reasoning_content"
@@ -162,6 +168,12 @@ class OpenAIChatPipe(ProviderPipe):
 
     def _detect_start_in_reasoning(self, model: str) -> bool:
         return starts_in_reasoning(model)
+
+    def needs_api_key(self) -> bool:
+        """A key, except on the httpx transport to a server of one's own (vLLM, llama.cpp)."""
+        if self.transport == "httpx" and self.base_url not in (None, self.default_base_url):
+            return False
+        return super().needs_api_key()
 
     def _auto_send_reasoning(self, message: Mapping[str, Any]) -> bool:
         model = (self.model or "").lower()

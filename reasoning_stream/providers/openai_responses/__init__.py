@@ -67,6 +67,9 @@ class OpenAIResponsesPipe(ProviderPipe):
     secret_env = ("OPENAI_API_KEY",)
     extra = "openai"
     sync_client_hint: ClassVar[str] = "a sync openai.OpenAI client"
+    sdk: ClassVar[str | None] = "openai"
+    client_methods: ClassVar[tuple[str, ...]] = ("responses.create",)
+    client_hint: ClassVar[str] = "an openai.OpenAI or openai.AsyncOpenAI client"
 
     def __init__(
         self,
