@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from reasoning_stream import ReasoningStream, TextDelta, UsageError
+from reasoning_stream import ReasoningDelta, ReasoningStream, TextDelta, UsageError
 from reasoning_stream.hub import Entry, RedisHub
 from reasoning_stream.testing import ScriptedPipe
 
@@ -166,3 +166,30 @@ def test_a_hung_writer_is_fenced_off_and_its_run_says_so(
     assert "lease" in outcome["message"] and "abandoned" in outcome["message"]
     assert outcome["text"] == "answer"  # the run itself finished; its result is not lost
     assert reader_hub.read(stream_id) == entries  # nothing appended after the end
+
+
+@pytest.mark.anyio
+async def test_a_live_writer_that_goes_quiet_keeps_its_stream(
+    redis_url: str, reader_hub: RedisHub
+) -> None:
+    """Silence longer than the lease (a model thinking, a tool running) is not a lost writer:
+    the writer thread's heartbeat keeps the lease while nothing is published."""
+    stream_id = f"quiet-{uuid.uuid4().hex}"
+    writing = RedisHub(redis_url, lease=0.3)
+    pipe = ScriptedPipe([2.0, ReasoningDelta("slow"), 2.0, TextDelta("answer")])
+    got: list[Entry] = []
+
+    async def read() -> None:
+        async for entry in reader_hub.subscribe(stream_id, timeout=10):
+            got.append(entry)
+
+    try:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                group.start_soon(read)
+                result = await writing.arun(stream_id, pipe, "go")
+    finally:
+        writing.close()
+    assert result.status == "completed"
+    assert got[-1].final and got[-1].status == "completed" and got[-1].error is None
+    assert "".join(entry.chunk for entry in got) == "<think>slow</think>answer"
