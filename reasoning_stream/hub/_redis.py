@@ -710,7 +710,7 @@ class RedisHub(Hub):
                     _entry,
                     self.url_for_messages,
                     sweep=self._sweep,
-                    sweep_every=min(self.lease / 2, 2.0),
+                    sweep_every=min(self.lease / 2, 1.0),
                 )
             return self._reader
 
