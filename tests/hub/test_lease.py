@@ -193,3 +193,9 @@ async def test_a_live_writer_that_goes_quiet_keeps_its_stream(
     assert result.status == "completed"
     assert got[-1].final and got[-1].status == "completed" and got[-1].error is None
     assert "".join(entry.chunk for entry in got) == "<think>slow</think>answer"
+
+
+def test_a_lease_must_be_positive(redis_url: str) -> None:
+    for bad in (0, -1.0, float("nan")):
+        with pytest.raises(UsageError, match="lease must be a positive"):
+            RedisHub(redis_url, lease=bad)
