@@ -8,10 +8,14 @@ id the transport learned before the first chunk (Bedrock's request id). The driv
 - :func:`sdk_source` / :func:`asdk_source`: an official SDK's stream object (openai,
   anthropic), closed completely, generators included.
 - :func:`iter_sse_json` / :func:`aiter_sse_json`: POST a JSON body with httpx, read the
-  ``text/event-stream`` reply with httpx-sse, decode each ``data:`` with ``json.loads``, stop at
-  ``[DONE]``. No SDK model objects (the lean transport of OpenAI-compatible servers, Gemini).
+  ``text/event-stream`` reply with httpx-sse, decode each ``data:`` with
+  :func:`reasoning_stream._json.loads` (msgspec with the ``fast`` extra, else ``json.loads``),
+  stop at ``[DONE]``. No SDK model objects: the lean transport (``transport="httpx"``) of
+  OpenAI Chat, Responses and Anthropic, and the only one of Gemini and OpenRouter.
 - :func:`ndjson_source` / :func:`andjson_source`: a newline-delimited JSON stream as the
-  ``ollama`` SDK's generator decodes it.
+  ``ollama`` SDK's generator decodes it; :func:`iter_ndjson` / :func:`aiter_ndjson`: the same
+  wire read with httpx alone (Ollama's lean transport).
+- :func:`lean_client`, :func:`check_lean_client`: the httpx clients of the lean transports.
 - :func:`event_stream_source` / :func:`aevent_stream_source`: a boto3 ``EventStream``; boto3
   is sync only, so the async twin reads it in worker threads and can interrupt a blocked read.
 """
@@ -38,18 +42,26 @@ import anyio
 import httpx
 import httpx_sse
 
-from .._exceptions import MalformedStreamError, ProviderError
+from .._exceptions import MalformedStreamError, ProviderError, UsageError
+from .._json import loads
 from ._errors import build_error, http_error
 
 __all__ = [
+    "SKIP",
+    "TRANSPORTS",
     "AsyncSource",
     "Source",
     "aevent_stream_source",
+    "aiter_ndjson",
     "aiter_sse_json",
     "andjson_source",
     "asdk_source",
+    "check_lean_client",
+    "decode_json",
     "event_stream_source",
+    "iter_ndjson",
     "iter_sse_json",
+    "lean_client",
     "ndjson_source",
     "sdk_source",
 ]
@@ -138,10 +150,23 @@ Decode = Callable[[str, str], Any]
 """``(provider, data) -> the decoded chunk``; raises ``MalformedStreamError``."""
 
 
+DecodeEvent = Callable[[str, str, str], Any]
+"""``(provider, event name, data) -> the decoded chunk``, or :data:`SKIP` to pass the event by.
+
+httpx-sse names an event without an ``event:`` field ``"message"``."""
+
+SKIP: Any = object()
+"""What a :data:`DecodeEvent` returns for an event that carries no chunk (a ping)."""
+
+
 def decode_json(provider: str, data: str) -> Any:
-    """One ``data:`` payload as JSON, or a ``MalformedStreamError`` that does not quote it."""
+    """One ``data:`` payload as JSON, or a ``MalformedStreamError`` that does not quote it.
+
+    The hot path of every lean transport: :func:`reasoning_stream._json.loads` (msgspec when
+    the ``fast`` extra is installed) decodes exactly what ``json.loads`` decodes.
+    """
     try:
-        return json.loads(data)
+        return loads(data)
     except json.JSONDecodeError as error:
         # The payload itself stays out of the message: it may hold opaque reasoning state.
         raise build_error(
@@ -161,11 +186,14 @@ def iter_sse_json(
     provider: str,
     status_error: StatusError = http_error,
     decode: Decode = decode_json,
+    decode_event: DecodeEvent | None = None,
 ) -> Iterator[Any]:
     """POST ``body`` to ``url`` and yield each SSE ``data:`` payload, decoded.
 
     Comment lines (OpenRouter's ``: OPENROUTER PROCESSING`` keep-alives) and events without
     data are skipped; ``[DONE]`` ends the stream. Closing the generator closes the response.
+    ``decode_event``, when given, replaces ``decode`` and also sees the event's name (Anthropic
+    names its events; a ping is :data:`SKIP`, an ``error`` event raises).
 
     >>> with httpx.Client() as client:  # doctest: +SKIP
     ...     for chunk in iter_sse_json(client, url, body=body, headers={}, provider="x"):
@@ -183,7 +211,12 @@ def iter_sse_json(
                     continue
                 if data.startswith(_DONE):
                     return
-                yield decode(provider, data)
+                if decode_event is None:
+                    yield decode(provider, data)
+                    continue
+                chunk = decode_event(provider, event.event, data)
+                if chunk is not SKIP:
+                    yield chunk
         except httpx_sse.SSEError as error:
             raise _not_a_stream(provider, error) from error
 
@@ -197,6 +230,7 @@ async def aiter_sse_json(
     provider: str,
     status_error: StatusError = http_error,
     decode: Decode = decode_json,
+    decode_event: DecodeEvent | None = None,
 ) -> AsyncIterator[Any]:
     """Async twin of :func:`iter_sse_json`."""
     async with httpx_sse.aconnect_sse(
@@ -215,7 +249,12 @@ async def aiter_sse_json(
                 if data.startswith(_DONE):
                     await _drain(events)
                     return
-                yield decode(provider, data)
+                if decode_event is None:
+                    yield decode(provider, data)
+                    continue
+                chunk = decode_event(provider, event.event, data)
+                if chunk is not SKIP:
+                    yield chunk
         except httpx_sse.SSEError as error:
             raise _not_a_stream(provider, error) from error
         finally:
@@ -257,6 +296,98 @@ def _not_a_stream(provider: str, error: Exception) -> MalformedStreamError:
     )
     assert isinstance(made, MalformedStreamError)
     return made
+
+
+# ------------------------------------------------------------------------ httpx + NDJSON
+
+
+def iter_ndjson(
+    client: httpx.Client,
+    url: str,
+    *,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    provider: str,
+    status_error: StatusError = http_error,
+    decode: Decode = decode_json,
+) -> Iterator[Any]:
+    """POST ``body`` to ``url`` and yield each line of the NDJSON reply, decoded.
+
+    Blank lines are skipped; closing the generator closes the response.
+    """
+    with client.stream("POST", url, json=body, headers=dict(headers)) as response:
+        if response.status_code >= 400:
+            response.read()
+            raise status_error(provider, response)
+        for line in response.iter_lines():
+            if line and not line.isspace():
+                yield decode(provider, line)
+
+
+async def aiter_ndjson(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    provider: str,
+    status_error: StatusError = http_error,
+    decode: Decode = decode_json,
+) -> AsyncIterator[Any]:
+    """Async twin of :func:`iter_ndjson`."""
+    async with client.stream("POST", url, json=body, headers=dict(headers)) as response:
+        if response.status_code >= 400:
+            await response.aread()
+            raise status_error(provider, response)
+        lines = response.aiter_lines()
+        try:
+            async for line in lines:
+                if line and not line.isspace():
+                    yield decode(provider, line)
+        finally:
+            await lines.aclose()  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------- lean clients
+
+TRANSPORTS = ("sdk", "httpx")
+"""The transports a pipe with a lean path takes: its official SDK, or httpx alone."""
+
+
+def check_lean_client(transport: str, client: Any, http_client: Any, *, sdk: str) -> Any:
+    """Validate a pipe's ``transport``, ``client`` and ``http_client``; the client to keep.
+
+    ``sdk`` names the SDK's clients for the messages (``"an anthropic client"``).
+    """
+    if transport not in TRANSPORTS:
+        raise UsageError(f"transport must be 'sdk' or 'httpx', got {transport!r}")
+    if client is not None and http_client is not None:
+        raise UsageError("give client= or http_client=, not both")
+    if transport == "sdk":
+        if http_client is not None:
+            raise UsageError(
+                f"http_client= is for transport='httpx'; with the SDK pass {sdk} built on "
+                "your httpx client as client= instead"
+            )
+        return client
+    given = client if client is not None else http_client
+    if given is not None and not isinstance(given, (httpx.Client, httpx.AsyncClient)):
+        raise UsageError(
+            "transport='httpx' needs an httpx.Client or httpx.AsyncClient, got "
+            f"{type(given).__name__}; pass it as http_client=, or use transport='sdk' with "
+            f"{sdk}"
+        )
+    return given
+
+
+def lean_client(*, asynchronous: bool, timeout: float | None) -> httpx.Client | httpx.AsyncClient:
+    """An httpx client for a lean transport the pipe builds itself.
+
+    Without a ``timeout``: the SDKs' defaults, 600 s between reads (reasoning models may think
+    a long while before the first byte) and 5 s to connect.
+    """
+    limit = httpx.Timeout(timeout) if timeout is not None else httpx.Timeout(600.0, connect=5.0)
+    return (httpx.AsyncClient if asynchronous else httpx.Client)(timeout=limit)
 
 
 # ------------------------------------------------------------------- boto3 event streams
