@@ -294,9 +294,7 @@ def _decode(provider: str, line: str) -> Any:
         reason = chunk.get("error")
         if reason:
             text = reason if isinstance(reason, str) else str(reason)
-            raise build_error(
-                provider, text, detail="error in the stream", body=reason
-            )
+            raise build_error(provider, text, detail="error in the stream", body=reason)
     return chunk
 
 

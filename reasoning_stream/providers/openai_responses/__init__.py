@@ -20,8 +20,8 @@ from ..._exceptions import ProviderError, UsageError
 from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe, require
-from .._spec import Demo, ProviderSpec
 from .._errors import build_error
+from .._spec import Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
     Source,
@@ -281,7 +281,6 @@ class OpenAIResponsesPipe(ProviderPipe):
         body = self.build_request(prompt)
         create = client.responses.create
         return asdk_source(await create(**request.sdk_arguments(create, body)))
-
 
     # ------------------------------------------------------------------ lean transport
 
