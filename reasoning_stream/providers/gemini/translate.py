@@ -103,6 +103,7 @@ class GeminiTranslator:
         self._parts = 0
         self._text_length = 0
         self._calls = 0
+        self._last_usage: tuple[int | None, int | None, int | None] | None = None
 
     def feed(self, chunk: Any) -> list[Event]:
         """Translate one streamed response object."""
@@ -154,33 +155,34 @@ class GeminiTranslator:
     def _part(self, candidate: int, part: Mapping[str, Any]) -> list[Event]:
         position = self._parts
         self._parts += 1
-        extra: dict[str, Any] = {"text_offset": self._text_length, "call_index": self._calls}
-        events: list[Event] = []
+        text_offset, call_index = self._text_length, self._calls
+        extra: dict[str, Any]
         text = str_of(part.get("text"))
         if part.get("thought"):
-            extra["part"] = "thought"
+            extra = {"part": "thought"}
             self._in_thought = True
-            if text:
-                events.append(ReasoningDelta(text))
+            events: list[Event] = [ReasoningDelta(text)] if text else []
         else:
-            events.extend(self._close_thought())
+            events = self._close_thought() if self._in_thought else []
             call = part.get("functionCall")
             if isinstance(call, Mapping):
                 tool_call = self._tool_call(call)
-                extra.update(part="function_call", name=tool_call.name, call_id=tool_call.id)
+                extra = {"part": "function_call", "name": tool_call.name, "call_id": tool_call.id}
                 if isinstance(call.get("id"), str) and call["id"]:
                     extra["id"] = call["id"]
                 events.append(tool_call)
             elif "text" in part:
-                extra["part"] = "text" if text else "empty"
+                extra = {"part": "text" if text else "empty"}
                 if text:
                     self._text_length += len(text)
                     events.append(TextDelta(text))
             else:
-                extra["part"] = "other"
-                extra["raw"] = {k: v for k, v in part.items() if k != "thoughtSignature"}
+                raw = {k: v for k, v in part.items() if k != "thoughtSignature"}
+                extra = {"part": "other", "raw": raw}
         signature = part.get("thoughtSignature")
         if isinstance(signature, str) and signature:
+            extra["text_offset"] = text_offset
+            extra["call_index"] = call_index
             state = ReasoningState(
                 provider=self.provider,
                 model=self.model,
@@ -215,5 +217,11 @@ class GeminiTranslator:
         output = None if answer is None and thoughts is None else (answer or 0) + (thoughts or 0)
         if prompt is None and output is None:
             return []
+        counts = (prompt, output, thoughts)
+        if counts == self._last_usage:
+            # Gemini repeats the running counts on every chunk: an unchanged report adds
+            # nothing to what the last one said.
+            return []
+        self._last_usage = counts
         usage_report = Usage(input_tokens=prompt, output_tokens=output, reasoning_tokens=thoughts)
         return [UsageReport(usage_report)]
