@@ -435,9 +435,8 @@ def iter_ndjson(
         if response.status_code >= 400:
             response.read()
             raise status_error(provider, response)
-        for line in response.iter_lines():
-            if line and not line.isspace():
-                yield decode(provider, line)
+        for line in _ndjson_lines(response.iter_text()):
+            yield decode(provider, line)
 
 
 async def aiter_ndjson(
@@ -455,13 +454,50 @@ async def aiter_ndjson(
         if response.status_code >= 400:
             await response.aread()
             raise status_error(provider, response)
-        lines = response.aiter_lines()
+        texts = response.aiter_text()
+        pending: list[str] = []
         try:
-            async for line in lines:
-                if line and not line.isspace():
+            async for text in texts:
+                for line in _split_lines(text, pending):
                     yield decode(provider, line)
+            rest = "".join(pending)
+            if rest.strip(_JSON_SPACE):
+                yield decode(provider, rest)
         finally:
-            await lines.aclose()  # type: ignore[attr-defined]
+            await texts.aclose()  # type: ignore[attr-defined]
+
+
+_JSON_SPACE = " \t\r\n"
+
+
+def _split_lines(text: str, pending: list[str]) -> list[str]:
+    """The lines ``text`` completes (blank ones dropped: JSON whitespace only); the unfinished
+    rest stays pending.
+
+    NDJSON lines end at ``\\n`` alone (a ``\\r`` before it is whitespace to JSON), so a U+2028
+    inside a string, which ``str.splitlines`` would cut at, stays in its line.
+    """
+    if "\n" not in text:
+        pending.append(text)
+        return []
+    if pending:
+        pending.append(text)
+        text = "".join(pending)
+        pending.clear()
+    lines = text.split("\n")
+    rest = lines.pop()
+    if rest:
+        pending.append(rest)
+    return [line for line in lines if line.strip(_JSON_SPACE)]
+
+
+def _ndjson_lines(texts: Iterable[str]) -> Iterator[str]:
+    pending: list[str] = []
+    for text in texts:
+        yield from _split_lines(text, pending)
+    rest = "".join(pending)
+    if rest.strip(_JSON_SPACE):
+        yield rest
 
 
 # ---------------------------------------------------------------------- lean clients

@@ -9,12 +9,13 @@ implementation of the WHATWG event-stream rules, so it is the oracle.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream.providers._transports import SSEReader
+from reasoning_stream.providers._transports import SSEReader, _ndjson_lines
 
 # Pieces that make the framing's edge cases likely: every line end, blank lines, comments,
 # fields with and without a space or a colon, unknown fields, and JSON-ish data.
@@ -87,3 +88,22 @@ def test_long_event_in_many_pieces_is_read_once() -> None:
     text = f"data: {payload}\n\n"
     pieces = [text[i : i + 1024] for i in range(0, len(text), 1024)]
     assert read(pieces) == [("message", payload)]
+
+
+# ------------------------------------------------------------------------ NDJSON lines
+
+LINE_TEXTS = st.lists(
+    st.one_of(st.sampled_from(["\n", "\r\n", "\r", " ", "\u2028", "{}", '{"a": 1}']), st.text()),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(LINE_TEXTS, st.data())
+def test_ndjson_lines_are_the_whole_texts_lines_for_any_chunking(text: str, data: Any) -> None:
+    """Cut anywhere, the pieces give the lines of the whole text split at ``\\n`` alone,
+    blank ones dropped (``\\r`` and U+2028 stay inside their line)."""
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    pieces = [text[start:end] for start, end in itertools.pairwise([0, *cuts, len(text)])]
+    expected = [line for line in text.split("\n") if line.strip(" \t\r\n")]
+    assert list(_ndjson_lines(piece for piece in pieces if piece)) == expected

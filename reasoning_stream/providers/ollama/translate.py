@@ -31,6 +31,8 @@ _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_d
 
 def field_of(obj: Any, name: str) -> Any:
     """Read ``name`` from an SDK model or a plain dict alike; absent is ``None``."""
+    if type(obj) is dict:  # the lean transport's chunks: skip the ABC check
+        return obj.get(name)
     if obj is None:
         return None
     if isinstance(obj, Mapping):

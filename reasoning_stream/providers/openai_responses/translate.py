@@ -50,6 +50,8 @@ _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content
 
 def field_of(obj: Any, name: str) -> Any:
     """``obj[name]`` for dicts, ``obj.name`` for SDK models; ``None`` when absent."""
+    if type(obj) is dict:  # the lean transport's chunks: skip the ABC check
+        return obj.get(name)
     if obj is None:
         return None
     if isinstance(obj, Mapping):
