@@ -109,29 +109,35 @@ class GeminiTranslator:
         """Translate one streamed response object."""
         if isinstance(chunk, list):
             return [event for item in chunk for event in self.feed(item)]
-        if not isinstance(chunk, Mapping):
+        if type(chunk) is not dict and not isinstance(chunk, Mapping):
             return []
-        error = error_object(chunk)
-        if error is not None:
-            raise gemini_error(self.provider, error, body=dict(chunk))
+        if "error" in chunk:
+            error = error_object(chunk)
+            if error is not None:
+                raise gemini_error(self.provider, error, body=dict(chunk))
         response_id = chunk.get("responseId")
-        if isinstance(response_id, str) and response_id:
+        if response_id and isinstance(response_id, str) and response_id != self.response_id:
             self.response_id = response_id
 
         events: list[Event] = []
         candidates = chunk.get("candidates")
-        candidate = candidates[0] if isinstance(candidates, list) and candidates else None
-        if isinstance(candidate, Mapping):
+        candidate: Any = candidates[0] if isinstance(candidates, list) and candidates else None
+        is_candidate = type(candidate) is dict or isinstance(candidate, Mapping)
+        if is_candidate:
             index = int_of(candidate.get("index")) or 0
             content = candidate.get("content")
-            parts = content.get("parts") if isinstance(content, Mapping) else None
+            parts = (
+                content.get("parts")
+                if type(content) is dict or isinstance(content, Mapping)
+                else None
+            )
             for part in parts if isinstance(parts, list) else ():
-                if isinstance(part, Mapping):
+                if type(part) is dict or isinstance(part, Mapping):
                     events.extend(self._part(index, part))
         usage = chunk.get("usageMetadata")
-        if isinstance(usage, Mapping):
+        if type(usage) is dict or isinstance(usage, Mapping):
             events.extend(self._usage(usage))
-        if isinstance(candidate, Mapping):
+        if is_candidate:
             reason = candidate.get("finishReason")
             if isinstance(reason, str) and reason:
                 events.extend(self._close_thought())
