@@ -18,6 +18,7 @@ provider, model or endpoint is never replayed. Provider pipes call it through
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -193,7 +194,7 @@ class TurnRecord:
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
-            "states": [state.to_json() for state in self.states],
+            "states": [_state_to_json(state) for state in self.states],
             "response_id": self.response_id,
             "status": self.status,
             "finish_reason": self.finish_reason,
@@ -206,7 +207,7 @@ class TurnRecord:
             provider=data.get("provider"),
             model=data.get("model"),
             endpoint=data.get("endpoint"),
-            states=tuple(ReasoningState.from_json(state) for state in data.get("states", ())),
+            states=tuple(_state_from_json(state) for state in data.get("states", ())),
             response_id=data.get("response_id"),
             status=data.get("status", "completed"),
             finish_reason=data.get("finish_reason"),
@@ -227,6 +228,41 @@ def _persistable(states: Iterable[ReasoningState]) -> tuple[ReasoningState, ...]
             state = replace(state, extra=plain)
         kept.append(state)
     return tuple(kept)
+
+
+_BYTES_KEY = "__base64__"
+
+
+def _state_to_json(state: ReasoningState) -> dict[str, Any]:
+    """``state.to_json()`` with bytes anywhere in ``extra`` as ``{"__base64__": "..."}``."""
+    data = state.to_json()
+    data["extra"] = _bytes_out(data["extra"])
+    return data
+
+
+def _state_from_json(data: Mapping[str, Any]) -> ReasoningState:
+    """The inverse of :func:`_state_to_json`: the bytes in ``extra`` come back as bytes."""
+    return ReasoningState.from_json({**data, "extra": _bytes_in(data.get("extra") or {})})
+
+
+def _bytes_out(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return {_BYTES_KEY: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, Mapping):
+        return {key: _bytes_out(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_bytes_out(item) for item in value]
+    return value
+
+
+def _bytes_in(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if len(value) == 1 and isinstance(value.get(_BYTES_KEY), str):
+            return base64.b64decode(value[_BYTES_KEY])
+        return {key: _bytes_in(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_bytes_in(item) for item in value]
+    return value
 
 
 def _same_endpoint(made: str | None, asking: str | None) -> bool:
@@ -317,7 +353,7 @@ class GenerationRecord:
             "partial_text": self.partial_text,
             "partial_reasoning": self.partial_reasoning,
             "tool_calls": _plain(self.tool_calls),
-            "reasoning_state": [state.to_json() for state in self.reasoning_state],
+            "reasoning_state": [_state_to_json(state) for state in self.reasoning_state],
             "finish_reason": self.finish_reason,
             "error": self.error,
             "updated_at": self.updated_at,
@@ -341,7 +377,7 @@ class GenerationRecord:
             partial_reasoning=data.get("partial_reasoning", ""),
             tool_calls=_plain(list(data.get("tool_calls", ()))),
             reasoning_state=tuple(
-                ReasoningState.from_json(state) for state in data.get("reasoning_state", ())
+                _state_from_json(state) for state in data.get("reasoning_state", ())
             ),
             finish_reason=data.get("finish_reason"),
             error=data.get("error"),

@@ -1,20 +1,20 @@
-"""``Pipe``: the hooks, the single callback channel, capture, and the two run drivers.
+"""``Pipe``: callbacks, the hooks, retries, and the two short run drivers.
 
 Provider pipes only translate their SDK's chunks into events (``iter_events`` and
-``aiter_events``). Everything that makes the channel trustworthy happens here, once: the hooks
-decide markers, escaping and the reasoning gate; the drivers own the stream's lifetime and make
-sure every exit path closes an open segment and leaves a truthful ``last_result``.
+``aiter_events``). The hooks hand each delta to the capture (:mod:`._capture`) and to the
+channel (:mod:`._channel`), which alone decides markers, escaping and the reasoning gate; the
+drivers empty the channel's outbox with the one delivery algorithm (:mod:`._delivery`). A run owns
+its channel for its lifetime: a pipe refuses a second run, concurrent or re-entrant, before
+anything is touched.
 """
 
 from __future__ import annotations
 
-import inspect
+import threading
 import time
-import types
-import warnings
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
 import anyio
 
@@ -24,9 +24,11 @@ from ._callbacks import (
     EventCallback,
     StreamingCallback,
     is_async_callable,
-    reject_awaitable,
     report_callback_error,
 )
+from ._capture import Capture, PipeResult, Status, Timings, status_for
+from ._channel import Channel
+from ._delivery import adeliver, deliver, deliver_sync
 from ._events import (
     Event,
     Finish,
@@ -34,130 +36,45 @@ from ._events import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
-    ReasoningState,
     TextDelta,
     ToolCall,
-    Usage,
     UsageReport,
 )
-from ._exceptions import (
-    CallbackError,
-    MalformedStreamError,
-    ProviderError,
-    ReasoningStreamError,
-    UsageError,
-)
-from ._stream import ReasoningStream
-from ._tags import Escaper
+from ._exceptions import MalformedStreamError, ProviderError, ReasoningStreamError, UsageError
 
 if TYPE_CHECKING:
     from ._pipeline import Pipeline
 
-__all__ = ["Pipe", "PipeResult", "Prompt", "Status", "Timings"]
+__all__ = ["Pipe", "PipeResult", "Prompt", "Status", "Timings", "claim", "release"]
 
-Status: TypeAlias = Literal[
-    "completed", "length", "cancelled_before_answer", "cancelled_after_partial_answer", "error"
-]
 Prompt: TypeAlias = "str | Sequence[Mapping[str, Any]]"
 
-_Coroutine = types.CoroutineType
 _RETRY_STATUSES = frozenset({408, 409, 429, 529})
-_OPEN = ReasoningStream.OPEN_TAG
-_CLOSE = ReasoningStream.CLOSE_TAG
-_clock = time.perf_counter
+_CLAIMS = threading.Lock()
 
 
-@dataclass(frozen=True, slots=True)
-class Timings:
-    """Seconds from a monotonic clock, measured from the start of the run."""
-
-    time_to_first_reasoning: float | None = None
-    time_to_first_text: float | None = None
-    reasoning_duration: float = 0.0
-    """Each segment's first chunk to its close, summed."""
-    total: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class PipeResult:
-    """Everything one run captured, whatever the streaming flag and however the run ended."""
-
-    text: str = ""
-    model_reasoning: str = ""
-    """The non-empty reasoning segments joined with ``"\\n"``, untrimmed."""
-    reasoning_segments: tuple[str, ...] = ()
-    reasoning_state: tuple[ReasoningState, ...] = ()
-    """Opaque provider state (signatures, encrypted and redacted reasoning), in stream order."""
-    tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = field(default_factory=Usage)
-    timings: Timings = field(default_factory=Timings)
-    status: Status = "completed"
-    finish_reason: str | None = None
-    source: str | None = None
-    """The name of the pipe that produced it."""
-    provider: str | None = None
-    model: str | None = None
-    endpoint: str | None = None
-    response_id: str | None = None
-    error: BaseException | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def message(self) -> dict[str, Any]:
-        """The assistant message for the next request's history.
-
-        ``"thinking"`` is inert metadata: the provider pipes never send it back as content.
-        """
-        message: dict[str, Any] = {"role": "assistant", "content": self.text}
-        if self.tool_calls:
-            message["tool_calls"] = [call.to_message() for call in self.tool_calls]
-        if self.model_reasoning:
-            message["thinking"] = self.model_reasoning
-        return message
+def claim(pipes: Iterable[Pipe], channel: Channel, *, what: str) -> None:
+    """Give ``channel`` to every pipe for one run, or refuse before touching any of them."""
+    pipes = tuple(pipes)
+    with _CLAIMS:
+        for pipe in pipes:
+            if pipe._run is not None:
+                raise UsageError(
+                    f"pipe {pipe.name!r} is already running, alone or in a Pipeline, so {what} "
+                    "cannot start; use one pipe instance per concurrent stream"
+                )
+        for pipe in pipes:
+            pipe._run = channel
+            pipe._channel = channel
 
 
-class _Channel:
-    """Marker state and the escaper of one channel. A Pipeline shares one between its pipes."""
-
-    __slots__ = ("escaper", "open")
-
-    def __init__(self) -> None:
-        self.escaper = Escaper()
-        self.open = False
-
-
-class _Capture:
-    """What a run has seen so far, independent of what reached the callbacks."""
-
-    __slots__ = (
-        "current",
-        "finish_reason",
-        "first_reasoning",
-        "first_text",
-        "reasoning_duration",
-        "response_id",
-        "segment_started",
-        "segments",
-        "started",
-        "states",
-        "text",
-        "tool_calls",
-        "usage",
-    )
-
-    def __init__(self) -> None:
-        self.started = _clock()
-        self.text: list[str] = []
-        self.segments: list[str] = []
-        self.current: list[str] | None = None
-        self.states: list[ReasoningState] = []
-        self.tool_calls: list[ToolCall] = []
-        self.usage = Usage()
-        self.finish_reason: str | None = None
-        self.response_id: str | None = None
-        self.first_reasoning: float | None = None
-        self.first_text: float | None = None
-        self.segment_started = 0.0
-        self.reasoning_duration = 0.0
+def release(pipes: Iterable[Pipe], channel: Channel) -> None:
+    """End a run's hold on its pipes; hooks called afterwards go to each pipe's idle channel."""
+    with _CLAIMS:
+        for pipe in pipes:
+            if pipe._run is channel:
+                pipe._run = None
+                pipe._channel = pipe._idle
 
 
 class Pipe:
@@ -203,20 +120,14 @@ class Pipe:
         self.on_callback_error = on_callback_error
         self.stream_model_reasoning = stream_model_reasoning
         self.last_result: PipeResult | None = None
-        # Tuples, replaced on change: delivery iterates them without copying.
+        # Tuples, replaced on change: the channel tags entries with them without copying.
         self._callbacks: tuple[StreamingCallback, ...] = ()
         self._event_callbacks: tuple[EventCallback, ...] = ()
-        self._outbox: list[str] = []
-        self._event_outbox: list[Event] = []
-        self._deferred = False
-        self._running = False
-        self._channel = _Channel()
-        self._owns_channel = True
-        self._capture = _Capture()
-        self._segment_open = False
-        self._delivered = False
-        # A chunk whose delivery was interrupted, and the callbacks that have not had it yet.
-        self._partial: tuple[str, tuple[StreamingCallback, ...]] | None = None
+        # Hooks write to the channel of the run holding this pipe, else to the idle channel.
+        self._idle = Channel()
+        self._channel = self._idle
+        self._run: Channel | None = None
+        self._capture = Capture()
         self._retries = 0
         self._retry_backoff = 0.5
         self._retry_max_delay = 8.0
@@ -239,9 +150,9 @@ class Pipe:
         self._retry_max_delay = max_delay
         return self
 
-    def _retry_delay(self, error: BaseException, attempt: int) -> float | None:
+    def _retry_delay(self, error: BaseException, attempt: int, delivered: bool) -> float | None:
         """Seconds to wait before retrying after ``error``, or ``None`` when it is final."""
-        if attempt >= self._retries or self._delivered:
+        if attempt >= self._retries or delivered:
             return None
         if not isinstance(error, ProviderError) or isinstance(error, MalformedStreamError):
             return None
@@ -300,251 +211,82 @@ class Pipe:
         # by an end with nothing between leaves no trace in the channel.
 
     def emit_reasoning_chunk(self, delta: str | None) -> None:
-        """Send a reasoning delta, opening a segment if none is open; ``None``/``""`` do nothing."""
+        """Send a reasoning delta, opening a segment if none is open; ``None``/``""`` do nothing.
+
+        Anything but a ``str`` is misuse and raises ``UsageError``.
+        """
+        if type(delta) is not str:
+            delta = _checked(delta, "reasoning")
         if not delta:
             return
         capture = self._capture
-        if not self._segment_open:
-            self._segment_open = True
-            now = _clock()
-            capture.current = []
-            capture.segment_started = now
-            if capture.first_reasoning is None:
-                capture.first_reasoning = now - capture.started
-            if self._event_callbacks and self.stream_model_reasoning:
-                self._event_outbox.append(ReasoningStart(source=self.name))
-        assert capture.current is not None
-        capture.current.append(delta)
-        if self.stream_model_reasoning:
-            if not self._channel.open:
-                self._write_marker(_OPEN)
-                self._channel.open = True
-            self._write(delta)
-            if self._event_callbacks:
-                self._event_outbox.append(ReasoningDelta(delta, source=self.name))
-        if not self._deferred:
-            self._deliver()
+        current = capture.current
+        opened = current is None
+        if current is None:
+            current = capture.open_segment()
+        current.append(delta)
+        channel = self._channel
+        channel.reasoning(
+            delta,
+            opened,
+            self._callbacks,
+            self._event_callbacks,
+            self.stream_model_reasoning,
+            self.escape_markers,
+            self.name,
+        )
+        if not channel.deferred:
+            self._deliver_now(channel)
 
     def emit_reasoning_end(self) -> None:
         """Close the open reasoning segment. Idempotent; without an open segment it does nothing."""
-        if self._segment_open:
-            self._close_segment()
-            if not self._deferred:
-                self._deliver()
+        if self._close_segment():
+            channel = self._channel
+            if not channel.deferred:
+                self._deliver_now(channel)
 
     def emit_text(self, delta: str | None) -> None:
-        """Send answer text, closing an open reasoning segment first; ``None``/``""`` do nothing."""
+        """Send answer text, closing an open reasoning segment first; ``None``/``""`` do nothing.
+
+        Anything but a ``str`` is misuse and raises ``UsageError``.
+        """
+        if type(delta) is not str:
+            delta = _checked(delta, "text")
         if not delta:
             return
-        if self._segment_open:
-            self._close_segment()
         capture = self._capture
+        if capture.current is not None:
+            self._close_segment()
         if capture.first_text is None:
-            capture.first_text = _clock() - capture.started
-        capture.text.append(delta)
-        self._write(delta)
-        if self._event_callbacks:
-            self._event_outbox.append(TextDelta(delta, source=self.name))
-        if not self._deferred:
-            self._deliver()
+            capture.add_text(delta)
+        else:
+            capture.text.append(delta)
+        channel = self._channel
+        channel.text(delta, self._callbacks, self._event_callbacks, self.escape_markers, self.name)
+        if not channel.deferred:
+            self._deliver_now(channel)
 
     def emit_stream_end(self) -> None:
         """End of stream: close an open segment and release characters the escaper holds.
 
-        A run calls this itself; call it when driving the hooks by hand.
+        A run does this itself when it ends (a Pipeline's run when the last pipe ends, so that
+        escaping spans the pipes); call it when driving the hooks by hand.
         """
-        if self._segment_open:
-            self._close_segment()
-        self._release_held()
-        if not self._deferred:
-            self._deliver()
+        self._close_segment()
+        channel = self._channel
+        if channel is self._idle:
+            channel.end()
+        if not channel.deferred:
+            self._deliver_now(channel)
 
-    def _close_segment(self) -> None:
-        capture = self._capture
-        self._segment_open = False
-        capture.reasoning_duration += _clock() - capture.segment_started
-        capture.segments.append("".join(capture.current or ()))
-        capture.current = None
-        if self._channel.open:
-            self._write_marker(_CLOSE)
-            self._channel.open = False
-        if self._event_callbacks and self.stream_model_reasoning:
-            self._event_outbox.append(ReasoningEnd(source=self.name))
+    def _close_segment(self) -> bool:
+        if not self._capture.close_segment():
+            return False
+        self._channel.close_segment(self._callbacks, self._event_callbacks, self.name)
+        return True
 
-    def _write(self, payload: str) -> None:
-        if self.escape_markers:
-            payload = self._channel.escaper.feed(payload)
-            if not payload:
-                return
-        else:
-            held = self._channel.escaper.flush()
-            if held:
-                self._outbox.append(held)
-        self._outbox.append(payload)
-
-    def _write_marker(self, marker: str) -> None:
-        held = self._channel.escaper.flush()
-        if held:
-            self._outbox.append(held)
-        self._outbox.append(marker)
-
-    def _release_held(self) -> None:
-        held = self._channel.escaper.flush()
-        if held:
-            self._outbox.append(held)
-
-    # ---------------------------------------------------------------------------- delivery
-
-    def _next_delivery(self) -> tuple[str, tuple[StreamingCallback, ...]] | None:
-        """The next chunk and who still needs it: an interrupted delivery first, in order."""
-        partial = self._partial
-        if partial is not None:
-            self._partial = None
-            return partial
-        if self._outbox:
-            return self._outbox.pop(0), self._callbacks
-        return None
-
-    def _interrupted(
-        self, chunk: str, targets: tuple[StreamingCallback, ...], position: int
-    ) -> None:
-        """Remember who has not had ``chunk`` yet, so the closing delivery still gives it."""
-        rest = targets[position + 1 :]
-        self._partial = (chunk, rest) if rest else None
-
-    def _deliver(self, *, final: bool = False) -> None:
-        """Hand queued chunks and events to sync callbacks, in order."""
-        if self._callbacks and (self._outbox or self._partial):
-            self._delivered = True
-        while (item := self._next_delivery()) is not None:
-            chunk, targets = item
-            for position, callback in enumerate(targets):
-                try:
-                    result = callback(chunk)
-                except Exception as error:
-                    try:
-                        report_callback_error(self.on_callback_error, error, chunk, final=final)
-                    except CallbackError:
-                        self._interrupted(chunk, targets, position)
-                        raise
-                    continue
-                except BaseException:
-                    self._interrupted(chunk, targets, position)
-                    raise
-                if result is not None and inspect.isawaitable(result):
-                    if self._running:
-                        self._interrupted(chunk, targets, position)
-                    self._not_awaited(result, callback)
-        self._deliver_events_sync(final)
-
-    def _not_awaited(self, result: object, callback: object) -> None:
-        """A sync delivery met an async callback: an error in run(), a warning outside a run.
-
-        Outside a run (hooks driven by hand) there is no event loop to await it on; the sync
-        callbacks still get every chunk, and the async one is told how to get them.
-        """
-        if self._running:
-            reject_awaitable(result, callback)
-        close = getattr(result, "close", None)
-        if callable(close):
-            close()
-        warnings.warn(
-            f"async callback {callback!r} skipped: hooks called outside a run deliver to sync "
-            "callbacks only; use `await pipe.arun(...)`",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-
-    def _deliver_events_sync(self, final: bool) -> None:
-        events = self._event_outbox
-        if not events:
-            return
-        self._event_outbox = []
-        event_callbacks = self._event_callbacks
-        if event_callbacks:
-            self._delivered = True
-        for event in events:
-            for event_callback in event_callbacks:
-                try:
-                    result = event_callback(event)
-                except Exception as error:
-                    report_callback_error(self.on_callback_error, error, event, final=final)
-                    continue
-                if result is not None and inspect.isawaitable(result):
-                    self._not_awaited(result, event_callback)
-
-    async def _adeliver(self, *, final: bool = False, deadline: float | None = None) -> None:
-        """Hand queued chunks and events to callbacks, awaiting async ones on this task.
-
-        ``deadline`` bounds each async callback of a closing delivery after a cancellation, so a
-        stuck subscriber cannot hold the cancellation up while the others get their closing
-        chunks.
-        """
-        chunks = self._outbox
-        callbacks = self._callbacks
-        if (
-            len(chunks) == 1
-            and len(callbacks) == 1
-            and self._partial is None
-            and not self._event_outbox
-            and deadline is None
-        ):
-            # The common case, one delta for one subscriber, without the general loop.
-            self._outbox = []
-            self._delivered = True
-            chunk = chunks[0]
-            try:
-                result = callbacks[0](chunk)
-                if result is not None and (
-                    type(result) is _Coroutine or inspect.isawaitable(result)
-                ):
-                    await result
-            except Exception as error:
-                report_callback_error(self.on_callback_error, error, chunk, final=final)
-            return
-        if callbacks and (chunks or self._partial):
-            self._delivered = True
-        while (item := self._next_delivery()) is not None:
-            chunk, targets = item
-            for position, callback in enumerate(targets):
-                try:
-                    result = callback(chunk)
-                    if result is not None and (
-                        type(result) is _Coroutine or inspect.isawaitable(result)
-                    ):
-                        if deadline is None:
-                            await result
-                        else:
-                            with anyio.CancelScope(deadline=deadline):
-                                await result
-                except Exception as error:
-                    try:
-                        report_callback_error(self.on_callback_error, error, chunk, final=final)
-                    except CallbackError:
-                        self._interrupted(chunk, targets, position)
-                        raise
-                except BaseException:
-                    # Cancelled while this callback awaited: the others still get the chunk.
-                    self._interrupted(chunk, targets, position)
-                    raise
-        events = self._event_outbox
-        if events:
-            self._event_outbox = []
-            event_callbacks = self._event_callbacks
-            if event_callbacks:
-                self._delivered = True
-            for event in events:
-                for event_callback in event_callbacks:
-                    try:
-                        result = event_callback(event)
-                        if result is not None and inspect.isawaitable(result):
-                            if deadline is None:
-                                await result
-                            else:
-                                with anyio.CancelScope(deadline=deadline):
-                                    await result
-                    except Exception as error:
-                        report_callback_error(self.on_callback_error, error, event, final=final)
+    def _deliver_now(self, channel: Channel) -> None:
+        deliver_sync(channel, self.on_callback_error, in_run=channel is not self._idle)
 
     # ------------------------------------------------------------------------------ events
 
@@ -592,26 +334,26 @@ class Pipe:
             self.emit_reasoning_end()
         elif isinstance(event, ReasoningStart):
             self.emit_reasoning_start()
-        elif isinstance(event, Finish):
-            self._capture.finish_reason = event.reason
-            self._queue_event(event)
-        elif isinstance(event, ToolCall):
-            self._capture.tool_calls.append(event)
-            self._queue_event(event)
-        elif isinstance(event, UsageReport):
-            self._capture.usage = self._capture.usage.merged(event.usage)
-            self._queue_event(event)
         elif isinstance(event, OpaqueState):
             # Opaque state goes on the result only: never to a callback, never as text.
             self._capture.states.append(event.state)
-
-    def _queue_event(self, event: Event) -> None:
-        if self._event_callbacks:
-            self._event_outbox.append(
-                event if event.source == self.name else _with_source(event, self.name)
-            )
-            if not self._deferred:
-                self._deliver()
+        else:
+            capture = self._capture
+            if isinstance(event, Finish):
+                capture.finish_reason = event.reason
+            elif isinstance(event, ToolCall):
+                capture.tool_calls.append(event)
+            elif isinstance(event, UsageReport):
+                capture.usage = capture.usage.merged(event.usage)
+            else:
+                return
+            if self._event_callbacks:
+                channel = self._channel
+                if event.source != self.name:
+                    event = replace(event, source=self.name)
+                channel.event(event, self._event_callbacks)
+                if not channel.deferred:
+                    self._deliver_now(channel)
 
     def wrap_error(self, error: BaseException) -> ProviderError:
         """The ``ProviderError`` raised for a failure of the event source (original as cause)."""
@@ -625,6 +367,9 @@ class Pipe:
         if response_id:
             self._capture.response_id = response_id
 
+    def redact_secrets(self, error: BaseException) -> None:
+        """Blank out credentials a server echoed into ``error`` or its causes (provider pipes)."""
+
     # ----------------------------------------------------------------------------- drivers
 
     def run(self, prompt: Prompt) -> PipeResult:
@@ -633,10 +378,49 @@ class Pipe:
         Raises ``ProviderError`` on provider failure and ``UsageError`` on misuse (such as an
         async callback); either way ``last_result`` and the error's ``.result`` hold the capture.
         """
+        channel = Channel()
+        claim((self,), channel, what="run()")
+        try:
+            try:
+                result = self._turn(channel, prompt)
+            except BaseException:
+                channel.end()
+                deliver_sync(channel, self.on_callback_error, in_run=True, final=True)
+                raise
+            channel.end()
+            deliver_sync(channel, self.on_callback_error, in_run=True)
+            return result
+        finally:
+            release((self,), channel)
+
+    async def arun(self, prompt: Prompt) -> PipeResult:
+        """Stream one turn on the running event loop (asyncio or trio, through anyio).
+
+        Async callbacks are awaited in order on this task, so a slow subscriber slows the
+        reader instead of growing a buffer. Cancellation closes the stream and the segment.
+        """
+        channel = Channel(deferred=True)
+        claim((self,), channel, what="arun()")
+        try:
+            try:
+                result = await self._aturn(channel, prompt)
+            except BaseException:
+                channel.end()
+                with anyio.CancelScope(shield=True):
+                    await adeliver(channel, self.on_callback_error, final=True)
+                raise
+            channel.end()
+            await adeliver(channel, self.on_callback_error)
+            return result
+        finally:
+            release((self,), channel)
+
+    def _turn(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        """One turn inside ``channel`` (this pipe's own run, or a Pipeline's), observed."""
         scopes = _observers.start(self, prompt)
         previous = self.last_result
         try:
-            result = self._run_with_retries(prompt)
+            result = self._attempts(channel, prompt)
         except BaseException as error:
             current = self.last_result
             _observers.finish(scopes, None if current is previous else current, error)
@@ -644,22 +428,52 @@ class Pipe:
         _observers.finish(scopes, result, None)
         return result
 
-    def _run_with_retries(self, prompt: Prompt) -> PipeResult:
+    async def _aturn(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        """Async twin of :meth:`_turn`."""
+        scopes = _observers.start(self, prompt)
+        previous = self.last_result
+        try:
+            result = await self._aattempts(channel, prompt)
+        except BaseException as error:
+            current = self.last_result
+            _observers.finish(scopes, None if current is previous else current, error)
+            raise
+        _observers.finish(scopes, result, None)
+        return result
+
+    def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        """The first attempt and the retries it may earn."""
         self._check_sync_callbacks()
-        self._delivered = False
         attempt = 0
         while True:
+            channel.handed = False
             try:
-                return self._run_once(prompt)
+                return self._attempt(channel, prompt)
             except ProviderError as error:
-                delay = self._retry_delay(error, attempt)
+                delay = self._retry_delay(error, attempt, channel.handed)
                 if delay is None:
                     raise
             attempt += 1
             time.sleep(delay)
 
-    def _run_once(self, prompt: Prompt) -> PipeResult:
-        self._begin(deferred=False)
+    async def _aattempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        """Async twin of :meth:`_attempts`."""
+        attempt = 0
+        while True:
+            channel.handed = False
+            try:
+                return await self._aattempt(channel, prompt)
+            except ProviderError as error:
+                delay = self._retry_delay(error, attempt, channel.handed)
+                if delay is None:
+                    raise
+            attempt += 1
+            await anyio.sleep(delay)
+
+    def _attempt(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        self._capture = Capture()
+        self.last_result = None
+        on_error = self.on_callback_error
         try:
             source = self.iter_events(prompt)
             try:
@@ -671,61 +485,45 @@ class Pipe:
                     close()
         except BaseException as error:
             raised = self._conclude(error)
-            try:
-                self._deliver(final=True)
-            finally:
-                self._running = False
+            deliver_sync(channel, on_error, in_run=True, final=True)
             if raised is error or raised is None:
                 raise
             raise raised from error
         self._conclude(None)
-        try:
-            self._deliver()
-        finally:
-            self._running = False
+        deliver_sync(channel, on_error, in_run=True)
         assert self.last_result is not None
         return self.last_result
 
-    async def arun(self, prompt: Prompt) -> PipeResult:
-        """Stream one turn on the running event loop (asyncio or trio, through anyio).
-
-        Async callbacks are awaited in order on this task, so a slow subscriber slows the
-        reader instead of growing a buffer. Cancellation closes the stream and the segment.
-        """
-        scopes = _observers.start(self, prompt)
-        previous = self.last_result
-        try:
-            result = await self._arun_with_retries(prompt)
-        except BaseException as error:
-            current = self.last_result
-            _observers.finish(scopes, None if current is previous else current, error)
-            raise
-        _observers.finish(scopes, result, None)
-        return result
-
-    async def _arun_with_retries(self, prompt: Prompt) -> PipeResult:
-        self._delivered = False
-        attempt = 0
-        while True:
-            try:
-                return await self._arun_once(prompt)
-            except ProviderError as error:
-                delay = self._retry_delay(error, attempt)
-                if delay is None:
-                    raise
-            attempt += 1
-            await anyio.sleep(delay)
-
-    async def _arun_once(self, prompt: Prompt) -> PipeResult:
-        self._begin(deferred=True)
+    async def _aattempt(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        self._capture = Capture()
+        self.last_result = None
+        on_error = self.on_callback_error
+        outbox = channel.outbox
         try:
             source = self.aiter_events(prompt)
             handle = self.handle_event
+            # The two deltas skip handle_event's dispatch, unless a subclass overrides it.
+            direct = type(self).handle_event is Pipe.handle_event
+            text_kind, reasoning_kind = (TextDelta, ReasoningDelta) if direct else (None, None)
+            text, reasoning = self.emit_text, self.emit_reasoning_chunk
             try:
                 async for event in source:
-                    handle(event)
-                    if self._outbox or self._event_outbox:
-                        await self._adeliver()
+                    kind = type(event)
+                    if kind is text_kind:
+                        text(event.text)  # type: ignore[union-attr]
+                    elif kind is reasoning_kind:
+                        reasoning(event.text)  # type: ignore[union-attr]
+                    else:
+                        handle(event)
+                    if outbox:
+                        # adeliver() inlined: this runs once per event.
+                        pending = deliver(channel, on_error)
+                        while pending is not None:
+                            try:
+                                await pending
+                            except Exception as error:
+                                report_callback_error(on_error, error, channel.awaiting)
+                            pending = deliver(channel, on_error) if outbox else None
             finally:
                 aclose = getattr(source, "aclose", None)
                 if aclose is not None:
@@ -740,21 +538,13 @@ class Pipe:
                 if isinstance(error, Exception)
                 else anyio.current_time() + self.closing_timeout
             )
-            try:
-                with anyio.CancelScope(shield=True):
-                    await self._adeliver(final=True, deadline=deadline)
-            finally:
-                self._running = False
-                self._deferred = False
+            with anyio.CancelScope(shield=True):
+                await adeliver(channel, on_error, final=True, deadline=deadline)
             if raised is error or raised is None:
                 raise
             raise raised from error
         self._conclude(None)
-        try:
-            await self._adeliver()
-        finally:
-            self._running = False
-            self._deferred = False
+        await adeliver(channel, on_error)
         assert self.last_result is not None
         return self.last_result
 
@@ -766,45 +556,26 @@ class Pipe:
                     "or give run() a sync callback"
                 )
 
-    def _begin(self, *, deferred: bool) -> None:
-        if self._running:
-            raise UsageError(
-                f"pipe {self.name!r} is already running; use one pipe per concurrent stream"
-            )
-        self._running = True
-        self._deferred = deferred
-        self._capture = _Capture()
-        self._segment_open = False
-        self._outbox = []
-        self._event_outbox = []
-        self._partial = None
-        if self._owns_channel:
-            self._channel = _Channel()
-        self.last_result = None
-
     def _conclude(self, error: BaseException | None) -> BaseException | None:
         """Close what is open, record the result, and decide what the caller raises."""
-        if self._segment_open:
-            self._close_segment()
-        if self._owns_channel:
-            self._release_held()
         capture = self._capture
-        raised: BaseException | None = error
-        status: Status
-        if error is None:
-            status = "length" if capture.finish_reason == "length" else "completed"
-        elif isinstance(error, ReasoningStreamError):
-            status = "error"
-        elif isinstance(error, Exception):
-            status = "error"
-            raised = self.wrap_error(error)
-        else:
-            # Cancellation (anyio's cancel exception, KeyboardInterrupt, SystemExit).
-            status = "cancelled_after_partial_answer" if capture.text else "cancelled_before_answer"
-        result = self._make_result(status, error)
-        self.last_result = result
-        if isinstance(raised, ReasoningStreamError):
-            raised.result = result
+        try:
+            self._close_segment()
+        finally:
+            raised: BaseException | None = error
+            if isinstance(error, Exception) and not isinstance(error, ReasoningStreamError):
+                raised = self.wrap_error(error)
+            result = capture.result(
+                status_for(error, capture),
+                error,
+                source=self.name,
+                provider=self.provider,
+                model=self.model,
+                endpoint=self.endpoint,
+            )
+            self.last_result = result
+            if isinstance(raised, ReasoningStreamError):
+                raised.result = result
         if error is not None:
             # The original becomes the cause only when the driver raises: redact both.
             self.redact_secrets(error)
@@ -812,37 +583,14 @@ class Pipe:
                 self.redact_secrets(raised)
         return raised
 
-    def redact_secrets(self, error: BaseException) -> None:
-        """Blank out credentials a server echoed into ``error`` or its causes (provider pipes)."""
 
-    def _make_result(self, status: Status, error: BaseException | None) -> PipeResult:
-        capture = self._capture
-        segments = tuple(capture.segments)
-        return PipeResult(
-            text="".join(capture.text),
-            model_reasoning="\n".join(s for s in segments if s),
-            reasoning_segments=segments,
-            reasoning_state=tuple(capture.states),
-            tool_calls=tuple(capture.tool_calls),
-            usage=capture.usage,
-            timings=Timings(
-                time_to_first_reasoning=capture.first_reasoning,
-                time_to_first_text=capture.first_text,
-                reasoning_duration=capture.reasoning_duration,
-                total=_clock() - capture.started,
-            ),
-            status=status,
-            finish_reason=capture.finish_reason,
-            source=self.name,
-            provider=self.provider,
-            model=self.model,
-            endpoint=self.endpoint,
-            response_id=capture.response_id,
-            error=error,
-        )
-
-
-def _with_source(event: Event, source: str) -> Event:
-    from dataclasses import replace
-
-    return replace(event, source=source)
+def _checked(delta: object, what: str) -> str:
+    """``None`` means nothing; a ``str`` subclass is text; anything else is refused."""
+    if delta is None:
+        return ""
+    if isinstance(delta, str):
+        return delta
+    raise UsageError(
+        f"{what} deltas must be str, got {type(delta).__name__}: {delta!r}; "
+        "convert the provider's payload to text before emitting it"
+    )

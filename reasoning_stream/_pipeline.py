@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Self
 
+import anyio
+
 from . import _observers
 from ._callbacks import EventCallback, StreamingCallback
+from ._channel import Channel
+from ._delivery import adeliver, deliver_sync
 from ._exceptions import ReasoningStreamError, UsageError
-from ._pipe import Pipe, PipeResult, Prompt, Status, _Channel
+from ._pipe import Pipe, PipeResult, Prompt, Status, claim, release
 
 __all__ = ["Pipeline", "PipelineResult"]
 
@@ -38,9 +42,9 @@ class PipelineResult:
 class Pipeline:
     """Pipes run in order: each pipe's answer (never its reasoning) is the next pipe's prompt.
 
-    All pipes write into one channel: a callback set on the pipeline reaches every pipe, and
-    escaping spans the boundaries, so text ending one answer and text starting the next can
-    never form a marker together.
+    All pipes write into one channel, owned by the run: a callback set on the pipeline reaches
+    every pipe, and escaping spans the boundaries, so text ending one answer and text starting
+    the next can never form a marker together, whatever callbacks each pipe has.
 
     >>> from reasoning_stream.testing import ScriptedPipe
     >>> from reasoning_stream import TextDelta
@@ -93,11 +97,17 @@ class Pipeline:
         return self
 
     def run(self, prompt: Prompt) -> PipelineResult:
-        """Run every pipe in order, synchronously."""
+        """Run every pipe in order, synchronously.
+
+        Refused with ``UsageError`` while this pipeline, or any pipe in it, is running (also
+        from a callback), before anything is touched.
+        """
+        channel = Channel()
+        claim(self.pipes, channel, what="the Pipeline")
         scopes = _observers.start(self, prompt)
         previous = self.last_result
         try:
-            result = self._run(prompt)
+            result = self._run(channel, prompt)
         except BaseException as error:
             current = self.last_result
             _observers.finish(scopes, None if current is previous else current, error)
@@ -105,40 +115,38 @@ class Pipeline:
         _observers.finish(scopes, result, None)
         return result
 
-    def _run(self, prompt: Prompt) -> PipelineResult:
+    def _run(self, channel: Channel, prompt: Prompt) -> PipelineResult:
         results: list[PipeResult] = []
-        channel = self._share_channel()
-        previous: Pipe | None = None
+        current = self.pipes[0]
         try:
-            for pipe in self.pipes:
-                if previous is not None and _audience_changes(previous, pipe):
-                    previous._release_held()
-                    previous._deliver()
-                try:
-                    results.append(pipe.run(prompt))
-                finally:
-                    previous = pipe
-                prompt = results[-1].text
-        except BaseException as error:
-            self._record_failure(previous, results, error)
-            if previous is not None:
-                previous._release_held()
-                previous._deliver(final=True)
-            raise
+            try:
+                for pipe in self.pipes:
+                    current = pipe
+                    results.append(pipe._turn(channel, prompt))
+                    prompt = results[-1].text
+            except BaseException as error:
+                self._record_failure(current, results, error)
+                channel.end()
+                deliver_sync(channel, current.on_callback_error, in_run=True, final=True)
+                raise
+            channel.end()
+            deliver_sync(channel, current.on_callback_error, in_run=True)
         finally:
-            self._unshare_channel(channel)
-        assert previous is not None
-        previous._release_held()
-        previous._deliver()
+            release(self.pipes, channel)
         self.last_result = PipelineResult(tuple(results))
         return self.last_result
 
     async def arun(self, prompt: Prompt) -> PipelineResult:
-        """Run every pipe in order on the running event loop (asyncio or trio)."""
+        """Run every pipe in order on the running event loop (asyncio or trio).
+
+        Refused like :meth:`run` while this pipeline or any of its pipes is running.
+        """
+        channel = Channel(deferred=True)
+        claim(self.pipes, channel, what="the Pipeline")
         scopes = _observers.start(self, prompt)
         previous = self.last_result
         try:
-            result = await self._arun(prompt)
+            result = await self._arun(channel, prompt)
         except BaseException as error:
             current = self.last_result
             _observers.finish(scopes, None if current is previous else current, error)
@@ -146,60 +154,34 @@ class Pipeline:
         _observers.finish(scopes, result, None)
         return result
 
-    async def _arun(self, prompt: Prompt) -> PipelineResult:
-        import anyio
-
+    async def _arun(self, channel: Channel, prompt: Prompt) -> PipelineResult:
         results: list[PipeResult] = []
-        channel = self._share_channel()
-        previous: Pipe | None = None
+        current = self.pipes[0]
         try:
-            for pipe in self.pipes:
-                if previous is not None and _audience_changes(previous, pipe):
-                    previous._release_held()
-                    await previous._adeliver()
-                try:
-                    results.append(await pipe.arun(prompt))
-                finally:
-                    previous = pipe
-                prompt = results[-1].text
-        except BaseException as error:
-            self._record_failure(previous, results, error)
-            if previous is not None:
-                previous._release_held()
+            try:
+                for pipe in self.pipes:
+                    current = pipe
+                    results.append(await pipe._aturn(channel, prompt))
+                    prompt = results[-1].text
+            except BaseException as error:
+                self._record_failure(current, results, error)
+                channel.end()
                 with anyio.CancelScope(shield=True):
-                    await previous._adeliver(final=True)
-            raise
+                    await adeliver(channel, current.on_callback_error, final=True)
+                raise
+            channel.end()
+            await adeliver(channel, current.on_callback_error)
         finally:
-            self._unshare_channel(channel)
-        assert previous is not None
-        previous._release_held()
-        await previous._adeliver()
+            release(self.pipes, channel)
         self.last_result = PipelineResult(tuple(results))
         return self.last_result
 
-    def _share_channel(self) -> _Channel:
-        channel = _Channel()
-        for pipe in self.pipes:
-            pipe._channel = channel
-            pipe._owns_channel = False
-        return channel
-
-    def _unshare_channel(self, channel: _Channel) -> None:
-        for pipe in self.pipes:
-            if pipe._channel is channel:
-                pipe._owns_channel = True
-
     def _record_failure(
-        self, failed: Pipe | None, results: list[PipeResult], error: BaseException
+        self, failed: Pipe, results: list[PipeResult], error: BaseException
     ) -> None:
-        last = failed.last_result if failed is not None else None
+        last = failed.last_result
         if last is not None and (not results or results[-1] is not last):
             results.append(last)
         self.last_result = PipelineResult(tuple(results))
         if isinstance(error, ReasoningStreamError):
             error.pipeline_result = self.last_result  # type: ignore[attr-defined]
-
-
-def _audience_changes(previous: Pipe, following: Pipe) -> bool:
-    """Whether held characters must go out now: the next pipe's callbacks are not the same."""
-    return [id(c) for c in previous._callbacks] != [id(c) for c in following._callbacks]

@@ -26,10 +26,10 @@ from reasoning_stream import (
     UsageError,
     UsageReport,
 )
-from reasoning_stream._tags import grammar_for
 from reasoning_stream.testing import ScriptedPipe
+from reasoning_stream.testing.strategies import event_scripts
 from tests.helpers import expected_from_script
-from tests.strategies import script_events
+from tests.reference import reference_escape
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
 
@@ -479,7 +479,7 @@ RUNNERS = {"sync": run_sync, "asyncio": run_with("asyncio"), "trio": run_with("t
 
 
 @settings(max_examples=60, deadline=None)
-@given(script=script_events, runner=st.sampled_from(sorted(RUNNERS)))
+@given(script=event_scripts(), runner=st.sampled_from(sorted(RUNNERS)))
 def test_channel_split_gives_back_the_script(script: list[Any], runner: str) -> None:
     chunks: list[str] = []
     pipe = ScriptedPipe(script).set_streaming_callback(chunks.append)
@@ -494,19 +494,19 @@ def test_channel_split_gives_back_the_script(script: list[Any], runner: str) -> 
 
 
 @settings(max_examples=60, deadline=None)
-@given(script=script_events)
+@given(script=event_scripts())
 def test_with_the_flag_off_the_channel_is_exactly_the_escaped_text(script: list[Any]) -> None:
     chunks: list[str] = []
     pipe = ScriptedPipe(script).set_stream_model_reasoning(False)
     result = pipe.set_streaming_callback(chunks.append).run("p")
     _, text = expected_from_script(script)
-    assert "".join(chunks) == grammar_for().escape(text)
+    assert "".join(chunks) == reference_escape(text)
     segments, _ = expected_from_script(script)
     assert list(result.reasoning_segments) == segments
 
 
 @settings(max_examples=60, deadline=None)
-@given(script=script_events)
+@given(script=event_scripts())
 def test_markers_appear_only_when_reasoning_flows(script: list[Any]) -> None:
     chunks: list[str] = []
     ScriptedPipe(script).set_streaming_callback(chunks.append).run("p")

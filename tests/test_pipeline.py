@@ -18,8 +18,8 @@ from reasoning_stream import (
     UsageError,
 )
 from reasoning_stream.testing import ScriptedPipe
+from reasoning_stream.testing.strategies import event_scripts
 from tests.helpers import expected_from_script
-from tests.strategies import script_events
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
 
@@ -102,7 +102,7 @@ async def test_async_pipeline_with_async_callback() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(first=script_events, second=script_events)
+@given(first=event_scripts(), second=event_scripts())
 def test_a_pipeline_channel_splits_into_every_pipe_segments(
     first: list[Any], second: list[Any]
 ) -> None:

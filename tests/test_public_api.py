@@ -75,6 +75,24 @@ def test_reasoning_state_repr_hides_the_payload() -> None:
     assert reasoning_stream.ReasoningState.from_json(raw.to_json()) == raw
 
 
+def test_the_strategies_module_is_public() -> None:
+    import reasoning_stream.testing.strategies as strategies
+
+    assert {
+        "TAG_FRAGMENTS",
+        "SampleChannel",
+        "channels",
+        "chunkings",
+        "event_scripts",
+        "expected_from_script",
+        "scripts",
+        "tag_text",
+        "text_and_chunks",
+    } == set(strategies.__all__)
+    for name in strategies.__all__:
+        assert getattr(strategies, name) is not None
+
+
 def test_telemetry_surface() -> None:
     telemetry = importlib.import_module("reasoning_stream.telemetry")
     assert telemetry.__all__ == [

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 
 from reasoning_stream import ReasoningStream, Split
+from reasoning_stream.testing.strategies import tag_text
 from tests.helpers import reference_split
-from tests.strategies import tag_text
 
 split = ReasoningStream.split
 
@@ -150,21 +150,21 @@ def test_non_ascii_case_folding_does_not_make_a_tag() -> None:
 # --- laws ----------------------------------------------------------------------------------
 
 
-@given(tag_text)
+@given(tag_text())
 def test_lossless_split_agrees_with_an_independent_reading(text: str) -> None:
     segments, answer, truncated = reference_split(text)
     result = split(text, lossless=True, assume_open=False)
     assert (list(result.segments), result.text, result.truncated) == (segments, answer, truncated)
 
 
-@given(tag_text)
+@given(tag_text())
 def test_assume_open_true_agrees_with_the_reference(text: str) -> None:
     segments, answer, truncated = reference_split(text, start_in_reasoning=True)
     result = split(text, lossless=True, assume_open=True)
     assert (list(result.segments), result.text, result.truncated) == (segments, answer, truncated)
 
 
-@given(tag_text)
+@given(tag_text())
 def test_default_mode_is_lossless_mode_normalised(text: str) -> None:
     lossless = split(text, lossless=True)
     default = split(text)

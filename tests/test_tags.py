@@ -20,8 +20,8 @@ from reasoning_stream import (
     _tags,
 )
 from reasoning_stream._tags import ScanEvent, grammar_for
+from reasoning_stream.testing.strategies import chunkings, tag_text, text_and_chunks
 from tests.helpers import coalesce, reference_split
-from tests.strategies import chunkings, tag_text, text_and_chunks
 
 LONGEST_TAG = len("</reasoning    >")
 
@@ -152,7 +152,7 @@ def test_scanner_agrees_with_lossless_split(
     assert (segments, answer) == reference_split(text, start_in_reasoning=start)[:2]
 
 
-@given(tag_text, thresholds)
+@given(tag_text(), thresholds)
 def test_one_character_chunks_agree_with_whole_input(text: str, threshold: int) -> None:
     with long_input(threshold):
         assert coalesce(scan(list(text))) == coalesce(scan([text]))
@@ -177,7 +177,7 @@ def test_hold_back_is_bounded_and_only_an_unfinished_tag(
                 assert held[0] in "<\\"
 
 
-@given(tag_text, st.data(), thresholds)
+@given(tag_text(), st.data(), thresholds)
 def test_escape_then_split_gives_back_the_payload(
     payload: str, data: st.DataObject, threshold: int
 ) -> None:
@@ -193,7 +193,7 @@ def test_escape_then_split_gives_back_the_payload(
     assert rescanned == ([TextDelta(payload)] if payload else [])
 
 
-@given(tag_text, st.data(), thresholds)
+@given(tag_text(), st.data(), thresholds)
 def test_escaped_payload_inside_markers_round_trips(
     payload: str, data: st.DataObject, threshold: int
 ) -> None:

@@ -1,0 +1,177 @@
+"""What a run captured, independent of what reached the callbacks: ``PipeResult`` and its parts.
+
+The capture records every reasoning and text delta, tool call, usage report and piece of opaque
+state whatever the reasoning gate says, so that ``last_result`` is truthful on every exit path.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from ._events import ReasoningState, ToolCall, Usage
+
+__all__ = ["Capture", "PipeResult", "Status", "Timings", "status_for"]
+
+Status: TypeAlias = Literal[
+    "completed", "length", "cancelled_before_answer", "cancelled_after_partial_answer", "error"
+]
+"""How a run ended."""
+
+_clock = time.perf_counter
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """Seconds from a monotonic clock, measured from the start of the run."""
+
+    time_to_first_reasoning: float | None = None
+    time_to_first_text: float | None = None
+    reasoning_duration: float = 0.0
+    """Each segment's first chunk to its close, summed."""
+    total: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PipeResult:
+    """Everything one run captured, whatever the streaming flag and however the run ended."""
+
+    text: str = ""
+    model_reasoning: str = ""
+    """The non-empty reasoning segments joined with ``"\\n"``, untrimmed."""
+    reasoning_segments: tuple[str, ...] = ()
+    reasoning_state: tuple[ReasoningState, ...] = ()
+    """Opaque provider state (signatures, encrypted and redacted reasoning), in stream order."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    timings: Timings = field(default_factory=Timings)
+    status: Status = "completed"
+    finish_reason: str | None = None
+    source: str | None = None
+    """The name of the pipe that produced it."""
+    provider: str | None = None
+    model: str | None = None
+    endpoint: str | None = None
+    response_id: str | None = None
+    error: BaseException | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """The assistant message for the next request's history.
+
+        ``"thinking"`` is inert metadata: the provider pipes never send it back as content.
+        """
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_message() for call in self.tool_calls]
+        if self.model_reasoning:
+            message["thinking"] = self.model_reasoning
+        return message
+
+
+class Capture:
+    """What one run has seen so far: deltas, segments, state, usage and the clock readings."""
+
+    __slots__ = (
+        "current",
+        "finish_reason",
+        "first_reasoning",
+        "first_text",
+        "reasoning_duration",
+        "response_id",
+        "segment_started",
+        "segments",
+        "started",
+        "states",
+        "text",
+        "tool_calls",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self.started = _clock()
+        self.text: list[str] = []
+        self.segments: list[str] = []
+        # The open segment's deltas; None while no segment is open.
+        self.current: list[str] | None = None
+        self.states: list[ReasoningState] = []
+        self.tool_calls: list[ToolCall] = []
+        self.usage = Usage()
+        self.finish_reason: str | None = None
+        self.response_id: str | None = None
+        self.first_reasoning: float | None = None
+        self.first_text: float | None = None
+        self.segment_started = 0.0
+        self.reasoning_duration = 0.0
+
+    def open_segment(self) -> list[str]:
+        """Start a reasoning segment (the caller checked that none is open); return its deltas."""
+        now = _clock()
+        current: list[str] = []
+        self.current = current
+        self.segment_started = now
+        if self.first_reasoning is None:
+            self.first_reasoning = now - self.started
+        return current
+
+    def close_segment(self) -> bool:
+        """Close the open segment; ``False`` when there was none."""
+        current = self.current
+        if current is None:
+            return False
+        self.current = None
+        self.reasoning_duration += _clock() - self.segment_started
+        self.segments.append("".join(current))
+        return True
+
+    def add_text(self, delta: str) -> None:
+        """Record answer text (the caller closed any open segment first)."""
+        if self.first_text is None:
+            self.first_text = _clock() - self.started
+        self.text.append(delta)
+
+    def result(
+        self,
+        status: Status,
+        error: BaseException | None,
+        *,
+        source: str,
+        provider: str | None,
+        model: str | None,
+        endpoint: str | None,
+    ) -> PipeResult:
+        """The frozen ``PipeResult`` of what was captured."""
+        segments = tuple(self.segments)
+        return PipeResult(
+            text="".join(self.text),
+            model_reasoning="\n".join(s for s in segments if s),
+            reasoning_segments=segments,
+            reasoning_state=tuple(self.states),
+            tool_calls=tuple(self.tool_calls),
+            usage=self.usage,
+            timings=Timings(
+                time_to_first_reasoning=self.first_reasoning,
+                time_to_first_text=self.first_text,
+                reasoning_duration=self.reasoning_duration,
+                total=_clock() - self.started,
+            ),
+            status=status,
+            finish_reason=self.finish_reason,
+            source=source,
+            provider=provider,
+            model=model,
+            endpoint=endpoint,
+            response_id=self.response_id,
+            error=error,
+        )
+
+
+def status_for(error: BaseException | None, capture: Capture) -> Status:
+    """The status of a run that ended with ``error`` (``None`` for a normal end)."""
+    if error is None:
+        return "length" if capture.finish_reason == "length" else "completed"
+    if isinstance(error, Exception):
+        return "error"
+    # Cancellation (anyio's cancel exception, KeyboardInterrupt, SystemExit).
+    return "cancelled_after_partial_answer" if capture.text else "cancelled_before_answer"
