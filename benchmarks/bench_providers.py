@@ -1079,7 +1079,7 @@ async def afloor_read(provider: str, http: httpx.AsyncClient, base: str) -> Coll
     return Collected("".join(reasoning), "".join(answer))
 
 
-def _sdk_client(provider: str, base: str, *, asynchronous: bool = False) -> Any:
+def _every_sdk_client(provider: str, base: str, *, asynchronous: bool = False) -> Any:
     """The official SDK's client for ``provider`` aimed at ``base``; ``None`` if it has none."""
     import anthropic
     import ollama
@@ -1096,7 +1096,7 @@ def _sdk_client(provider: str, base: str, *, asynchronous: bool = False) -> Any:
         if asynchronous:
             http = openai.DefaultAsyncHttpxClient(verify=False)
             return openai.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=0, http_client=http)
-        return _sdk_client_openai(base)
+        return _every_openai_client(base)
     if provider == "Ollama":
         return (ollama.AsyncClient if asynchronous else ollama.Client)(host=base, verify=False)
     if provider == "Bedrock" and not asynchronous:
@@ -1114,7 +1114,7 @@ def _sdk_client(provider: str, base: str, *, asynchronous: bool = False) -> Any:
     return None
 
 
-def _sdk_client_openai(base: str) -> openai.OpenAI:
+def _every_openai_client(base: str) -> openai.OpenAI:
     http = openai.DefaultHttpxClient(verify=False)
     return openai.OpenAI(base_url=base, api_key=KEY, max_retries=0, http_client=http)
 
@@ -1328,9 +1328,9 @@ def _apipe_read(provider: str, base: str, *, lean: bool) -> Callable[[], Collect
             if lean:
                 client = httpx.AsyncClient(verify=False, timeout=60)
             elif provider == "Bedrock":
-                client = _sdk_client(provider, base)
+                client = _every_sdk_client(provider, base)
             else:
-                client = _sdk_client(provider, base, asynchronous=True)
+                client = _every_sdk_client(provider, base, asynchronous=True)
             try:
                 pipe = every_pipe(provider, base, client, lean=lean)
                 pipe.set_streaming_callback(sink.append)
@@ -1369,7 +1369,7 @@ def every_rows(url: str) -> tuple[list[EveryRow], list[Callable[[], None]]]:
         closers.append(http.close)
         rows.append(EveryRow(provider, "sync", "floor", partial(floor_read, provider, http, base)))
         if provider in HAS_SDK:
-            client = _sdk_client(provider, base)
+            client = _every_sdk_client(provider, base)
             closers.append(client.close)
             rows.append(EveryRow(provider, "sync", "sdk", partial(sdk_loop, provider, client)))
             pipe = every_pipe(provider, base, client, lean=False)
@@ -1396,7 +1396,7 @@ def every_rows(url: str) -> tuple[list[EveryRow], list[Callable[[], None]]]:
 
             def asdk(provider: str = provider, base: str = base) -> Collected:
                 async def go() -> Collected:
-                    client = _sdk_client(provider, base, asynchronous=True)
+                    client = _every_sdk_client(provider, base, asynchronous=True)
                     try:
                         return await asdk_loop(provider, client)
                     finally:
