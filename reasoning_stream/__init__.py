@@ -35,9 +35,13 @@ from ._events import (
 )
 from ._exceptions import (
     CallbackError,
+    ConflictError,
+    ConversationNotFoundError,
+    CorruptConversationError,
     MalformedStreamError,
     ProviderError,
     ReasoningStreamError,
+    StoreError,
     UsageError,
 )
 from ._messages import (
@@ -48,6 +52,7 @@ from ._messages import (
 )
 from ._pipe import Pipe, PipeResult, Prompt, Status, Timings
 from ._pipeline import Pipeline, PipelineResult
+from ._preflight import PassbackProblem
 from ._stream import ReasoningStream, Split
 from ._tags import DEFAULT_TAGS, Escaper, Scanner
 
@@ -57,7 +62,10 @@ __all__ = [
     "PROVENANCE_KEY",
     "PROVENANCE_VALUES",
     "CallbackError",
+    "ConflictError",
     "Conversation",
+    "ConversationNotFoundError",
+    "CorruptConversationError",
     "Escaper",
     "Event",
     "Finish",
@@ -65,6 +73,7 @@ __all__ = [
     "MalformedStreamError",
     "OpaqueState",
     "PassbackPolicy",
+    "PassbackProblem",
     "Pipe",
     "PipeResult",
     "Pipeline",
@@ -84,6 +93,7 @@ __all__ = [
     "Scanner",
     "Split",
     "Status",
+    "StoreError",
     "TextDelta",
     "Timings",
     "ToolCall",

@@ -6,7 +6,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from ._events import Event
 from ._exceptions import CallbackError, UsageError
@@ -15,6 +15,7 @@ __all__ = [
     "CallbackErrorHandler",
     "EventCallback",
     "StreamingCallback",
+    "checked_callable",
     "is_async_callable",
     "reject_awaitable",
     "report_callback_error",
@@ -28,6 +29,22 @@ EventCallback: TypeAlias = Callable[[Event], Awaitable[Any] | None]
 """Receives every typed event. Sync or async."""
 CallbackErrorHandler: TypeAlias = Callable[[Exception, object], object]
 """Called as ``handler(error, chunk)`` when a callback raised; raising from it aborts the run."""
+
+
+_Callable = TypeVar("_Callable")
+
+
+def checked_callable(callback: _Callable, what: str) -> _Callable:
+    """``callback`` itself, or ``UsageError`` when it cannot be called.
+
+    Said where it is given, instead of once per chunk in the middle of a stream.
+    """
+    if not callable(callback):
+        raise UsageError(
+            f"{what} must be callable (a function, a bound method, an object with __call__), "
+            f"got {type(callback).__name__}: {callback!r}"
+        )
+    return callback
 
 
 def is_async_callable(obj: object) -> bool:

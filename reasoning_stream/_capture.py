@@ -7,12 +7,13 @@ state whatever the reasoning gate says, so that ``last_result`` is truthful on e
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 from ._events import ReasoningState, ToolCall, Usage
 
-__all__ = ["Capture", "PipeResult", "Status", "Timings", "status_for"]
+__all__ = ["Capture", "PipeResult", "Status", "Timings", "merge_attempts", "status_for"]
 
 Status: TypeAlias = Literal[
     "completed", "length", "cancelled_before_answer", "cancelled_after_partial_answer", "error"
@@ -55,6 +56,22 @@ class PipeResult:
     endpoint: str | None = None
     response_id: str | None = None
     error: BaseException | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def reasoning_exhausted(self) -> bool:
+        """The model spent its whole output budget thinking: a length stop with no answer.
+
+        ``True`` when ``status`` is ``"length"``, there is no answer (no text but whitespace,
+        no tool call) and there was reasoning: reasoning text, opaque reasoning state, or
+        reasoning tokens in ``usage`` (models whose reasoning is hidden). The reply a user sees
+        is then empty; raise the output limit, lower the effort (``reasoning=``), or let the
+        pipe retry with a lower effort (``set_exhaustion_retry``).
+        """
+        if self.status != "length" or self.text.strip() or self.tool_calls:
+            return False
+        return bool(
+            self.model_reasoning or self.reasoning_state or (self.usage.reasoning_tokens or 0) > 0
+        )
 
     @property
     def message(self) -> dict[str, Any]:
@@ -165,6 +182,56 @@ class Capture:
             response_id=self.response_id,
             error=error,
         )
+
+
+def merge_attempts(earlier: Sequence[PipeResult], final: PipeResult) -> PipeResult:
+    """One result for a run that asked more than once after exhausted reasoning.
+
+    Every attempt's reasoning reached the channel, so the result keeps every segment (the
+    channel law: ``split`` of the channel gives ``model_reasoning`` and ``text``). The answer,
+    opaque state, tool calls, status and response id are the final attempt's: earlier
+    responses are discarded, and their state must not go back to the provider. Token counts
+    add up over the attempts (each was billed); timings run from the first attempt's start.
+    """
+    if not earlier:
+        return final
+    segments = tuple(s for result in earlier for s in result.reasoning_segments)
+    segments += final.reasoning_segments
+    attempts = (*earlier, final)
+    offset = sum(result.timings.total for result in earlier)
+    first_reasoning: float | None = None
+    before = 0.0
+    for result in attempts:
+        at = result.timings.time_to_first_reasoning
+        if at is not None:
+            first_reasoning = before + at
+            break
+        before += result.timings.total
+    text_at = final.timings.time_to_first_text
+    return replace(
+        final,
+        model_reasoning="\n".join(s for s in segments if s),
+        reasoning_segments=segments,
+        usage=_added([result.usage for result in attempts]),
+        timings=Timings(
+            time_to_first_reasoning=first_reasoning,
+            time_to_first_text=None if text_at is None else offset + text_at,
+            reasoning_duration=sum(r.timings.reasoning_duration for r in attempts),
+            total=offset + final.timings.total,
+        ),
+    )
+
+
+def _added(reports: Sequence[Usage]) -> Usage:
+    def total(values: list[int | None]) -> int | None:
+        known = [value for value in values if value is not None]
+        return sum(known) if known else None
+
+    return Usage(
+        input_tokens=total([u.input_tokens for u in reports]),
+        output_tokens=total([u.output_tokens for u in reports]),
+        reasoning_tokens=total([u.reasoning_tokens for u in reports]),
+    )
 
 
 def status_for(error: BaseException | None, capture: Capture) -> Status:

@@ -5,26 +5,38 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import os
 import sys
-from collections.abc import Callable
+import textwrap
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ._events import Event, OpaqueState
-from ._exceptions import ProviderError, ReasoningStreamError, UsageError
+from ._exceptions import CallbackError, ProviderError, ReasoningStreamError, UsageError
 from ._pipe import Pipe, PipeResult
-from ._render import ChannelRenderer
+from ._render import ChannelRenderer, is_terminal
 
 if TYPE_CHECKING:
     from .providers._spec import ProviderSpec
 
 __all__ = [  # noqa: F822 (PROVIDERS comes from the registry, lazily)
     "PROVIDERS",
+    "CommandError",
     "build_pipe",
     "chat",
+    "endpoint_hint",
     "event_to_json",
+    "parse_reasoning",
     "summary_line",
+    "wrap_parts",
 ]
+
+WIDTH = 80
+"""The widest line the command writes itself (model output is never re-wrapped)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -40,6 +52,70 @@ def _providers() -> dict[str, ProviderSpec]:
     return {spec.name: spec for spec in specs()}
 
 
+# ------------------------------------------------------------------ per-provider CLI facts
+# TODO(registry): these belong on each ProviderSpec (providers/_spec.py): its API root, the
+# root shape, and the constructor options for an output limit. Kept here until they move.
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    example: str
+    """The provider's own API root: what ``--base-url`` defaults to."""
+    env: str | None
+    """The variable the SDK or pipe reads a base URL from."""
+    ends_with: str = ""
+    """The path a base URL must end with (``/v1``); empty when it is the server root."""
+    not_ends_with: str = ""
+    """A path the client adds itself, so a base URL must not end with it. With neither set,
+    the base URL has no path at all."""
+    local: str = ""
+    """A local server's base URL of that shape, when there is a usual one."""
+    max_tokens: Callable[[int, str | None], dict[str, Any]] = lambda n, url: {}
+    """Constructor options that set the output limit to ``n`` tokens."""
+
+
+def _openai_max_tokens(n: int, url: str | None) -> dict[str, Any]:
+    # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens);
+    # compatible servers (DeepSeek, vLLM, llama.cpp, SGLang) document max_tokens.
+    own = url is None or urlsplit(url).hostname == "api.openai.com"
+    return {"extra_body": {"max_completion_tokens" if own else "max_tokens": n}}
+
+
+ENDPOINTS: dict[str, _Endpoint] = {
+    "openai": _Endpoint(
+        "https://api.openai.com/v1", "OPENAI_BASE_URL", "/v1", "",
+        "http://localhost:8000/v1", _openai_max_tokens,
+    ),
+    "responses": _Endpoint(
+        "https://api.openai.com/v1", "OPENAI_BASE_URL", "/v1", "", "",
+        lambda n, url: {"extra_body": {"max_output_tokens": n}},
+    ),
+    "anthropic": _Endpoint(
+        "https://api.anthropic.com", "ANTHROPIC_BASE_URL", "", "/v1", "",
+        lambda n, url: {"max_tokens": n},
+    ),
+    "bedrock": _Endpoint(
+        "https://bedrock-runtime.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+        "", "", "", lambda n, url: {"max_tokens": n},
+    ),
+    "ollama": _Endpoint(
+        "http://localhost:11434", "OLLAMA_HOST", "", "/api", "",
+        lambda n, url: {"options": {"num_predict": n}},
+    ),
+    "openrouter": _Endpoint(
+        "https://openrouter.ai/api/v1", "OPENROUTER_BASE_URL", "/api/v1", "", "",
+        lambda n, url: {"extra_body": {"max_tokens": n}},
+    ),
+    "gemini": _Endpoint(
+        "https://generativelanguage.googleapis.com/v1beta", "GEMINI_BASE_URL", "/v1beta", "", "",
+        lambda n, url: {"extra_body": {"generationConfig": {"maxOutputTokens": n}}},
+    ),
+}  # fmt: skip
+"""Per provider: the base-URL shape (for errors and the README) and how to set max tokens."""
+
+# ------------------------------------------------------------------------- building a pipe
+
+
 class CommandError(Exception):
     """A one-line error for the user, with the exit status to leave with."""
 
@@ -48,13 +124,46 @@ class CommandError(Exception):
         self.status = status
 
 
+def parse_reasoning(value: str) -> bool | str | int:
+    """``--reasoning``: ``off``/``on``, a level, or a token budget (an integer)."""
+    word = value.strip().lower()
+    if word in ("off", "false", "none", "no"):
+        return False
+    if word in ("on", "true", "yes"):
+        return True
+    if word in ("low", "medium", "high"):
+        return word
+    try:
+        budget = int(word)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not off, on, low, medium, high or a token budget"
+        ) from None
+    if budget < 0:
+        raise argparse.ArgumentTypeError(f"a token budget cannot be negative ({budget})")
+    return budget
+
+
+def positive_int(value: str) -> int:
+    """``--max-tokens``: a positive integer."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
 def build_pipe(
     provider: str,
     model: str,
     *,
     base_url: str | None = None,
     reasoning: Any = None,
-    environ: dict[str, str] | None = None,
+    max_tokens: int | None = None,
+    on_callback_error: Callable[[Exception, object], object] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Pipe:
     """The pipe for ``--provider``, configured from arguments and the usual variables."""
     env = dict(os.environ if environ is None else environ)
@@ -74,11 +183,94 @@ def build_pipe(
         options["api_key"] = api_key
     if reasoning is not None:
         options["reasoning"] = reasoning
+    if max_tokens is not None:
+        endpoint = ENDPOINTS.get(provider)
+        if endpoint is None:
+            raise CommandError(f"--max-tokens is not supported for {provider} yet")
+        options.update(endpoint.max_tokens(max_tokens, base_url))
+    if on_callback_error is not None:
+        options["on_callback_error"] = on_callback_error
     try:
         pipe: Pipe = cls(model, **options)
-    except TypeError as error:
+    except UsageError:
+        raise
+    except (TypeError, ValueError) as error:
         raise CommandError(f"{provider}: {error}") from error
     return pipe
+
+
+def effective_base_url(
+    provider: str, base_url: str | None, environ: Mapping[str, str]
+) -> str | None:
+    """The API root a run talks to: ``--base-url``, else the variable, else the default."""
+    endpoint = ENDPOINTS.get(provider)
+    if endpoint is None:
+        return base_url
+    from_env = environ.get(endpoint.env) if endpoint.env else None
+    return base_url or from_env or endpoint.example
+
+
+def endpoint_hint(provider: str, error: ProviderError, url: str) -> str | None:
+    """What to check when a request to ``url`` failed with a 404 or never connected."""
+    endpoint = ENDPOINTS.get(provider)
+    if endpoint is None:
+        return None
+    path = urlsplit(url).path.rstrip("/")
+    if endpoint.ends_with:
+        wrong_shape = not path.endswith(endpoint.ends_with)
+    elif endpoint.not_ends_with:
+        wrong_shape = path.endswith(endpoint.not_ends_with)
+    else:
+        wrong_shape = bool(path)
+    shape = _shape(provider)
+    if error.status_code == 404:
+        if wrong_shape:
+            return f"HTTP 404 from {url}: that is not the API root; {shape}"
+        return f"HTTP 404 from {url}: check --model, and that this is the API root; {shape}"
+    if _could_not_connect(error):
+        return f"cannot connect to {url}; {shape}"
+    return None
+
+
+def _shape(provider: str) -> str:
+    endpoint = ENDPOINTS[provider]
+    if endpoint.ends_with:
+        words = f"{provider} expects the root ending in {endpoint.ends_with}"
+    elif endpoint.not_ends_with:
+        words = f"{provider} expects the server root, without {endpoint.not_ends_with}"
+    else:
+        words = f"{provider} expects the endpoint URL with no path"
+    local = f" (a local server: {endpoint.local})" if endpoint.local else ""
+    return f"{words}, like {endpoint.example}{local}"
+
+
+_NO_CONNECTION = frozenset(
+    {
+        "ConnectError",  # httpx (openai, anthropic, ollama, our httpx transports)
+        "EndpointConnectionError",  # botocore
+    }
+)
+
+
+def _could_not_connect(error: BaseException) -> bool:
+    """Whether a connection was never made (refused, unreachable, unknown host)."""
+    return any(
+        isinstance(link, ConnectionError)
+        or not _NO_CONNECTION.isdisjoint(cls.__name__ for cls in type(link).__mro__)
+        for link in _chain(error)
+    )
+
+
+def _chain(error: BaseException | None) -> Iterator[BaseException]:
+    """``error`` and what caused it, ``__cause__`` first, each once."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
+# ------------------------------------------------------------------------------ rendering
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
@@ -94,10 +286,27 @@ def event_to_json(event: Event) -> dict[str, Any]:
     return data
 
 
-def summary_line(result: PipeResult) -> str:
-    """Usage and timings of one result, on one line."""
+def wrap_parts(
+    first: str, parts: Iterable[str], *, width: int = WIDTH, indent: str = "  ", sep: str = " · "
+) -> str:
+    """``first`` then ``parts`` joined by ``sep``, broken between parts to fit ``width``."""
+    lines: list[str] = []
+    line = first
+    for part in parts:
+        candidate = line + sep + part
+        if len(candidate) <= width:
+            line = candidate
+        else:
+            lines.append(line)
+            line = indent + part
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def summary_line(result: PipeResult, *, width: int = WIDTH) -> str:
+    """Usage and timings of one result, wrapped to ``width`` columns."""
     usage, timings = result.usage, result.timings
-    parts = [f"{result.source or 'pipe'}: {result.status}"]
+    parts: list[str] = []
     if usage.input_tokens is not None or usage.output_tokens is not None:
         parts.append(f"tokens in {usage.input_tokens} out {usage.output_tokens}")
     if usage.reasoning_tokens is not None:
@@ -108,7 +317,78 @@ def summary_line(result: PipeResult) -> str:
         parts.append(f"first text {timings.time_to_first_text:.2f} s")
     parts.append(f"thinking {timings.reasoning_duration:.2f} s")
     parts.append(f"total {timings.total:.2f} s")
-    return " · ".join(parts)
+    return wrap_parts(f"{result.source or 'pipe'}: {result.status}", parts, width=width)
+
+
+def status_notice(result: PipeResult) -> str | None:
+    """A line for a run that did not end normally with an answer, or ``None``."""
+    if result.status != "length":
+        return None
+    if result.reasoning_exhausted:
+        return (
+            "the model used its whole output limit reasoning and wrote no answer (status "
+            "length): raise --max-tokens or lower --reasoning"
+        )
+    return "the answer was cut at the output limit (status length): raise --max-tokens"
+
+
+# ------------------------------------------------------------------------------- the turn
+
+
+class _ReaderLeft(Exception):
+    """The reader of standard output went away; the run stops."""
+
+
+def _stop_when_reader_leaves(error: Exception, chunk: object) -> None:
+    """``on_callback_error`` for the CLI: a broken pipe stops the run, anything else is logged."""
+    if isinstance(error, BrokenPipeError):
+        raise _ReaderLeft("standard output was closed") from error
+    logging.getLogger("reasoning_stream").warning(
+        "streaming callback raised; the stream goes on", exc_info=error
+    )
+
+
+class _QuietBrokenPipe(logging.Filter):
+    """Drop log records about the reader having left: that is how ``| head`` works."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not any(isinstance(link, BrokenPipeError | _ReaderLeft) for link in _chain(error))
+
+
+class _Notes:
+    """Warnings and notes for the user: one line each, each said once."""
+
+    def __init__(self, err: IO[str]) -> None:
+        self._err = err
+        self._said: set[str] = set()
+
+    def say(self, message: str) -> None:
+        text = " ".join(str(message).split())
+        if text and text not in self._said:
+            self._said.add(text)
+            self._err.write(f"reasoning-stream: {text}\n")
+
+    def showwarning(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: IO[str] | None = None,
+        line: str | None = None,
+    ) -> None:
+        self.say(str(message))
+
+
+def reader_left(out: IO[str]) -> int:
+    """Stop quietly after the reader of ``out`` went away (``| head``); the exit status."""
+    if out is sys.stdout:
+        # Later flushes (at exit) must not fail again and print a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 141  # 128 + SIGPIPE, what a shell reports for a tool stopped by `| head`
 
 
 def chat(
@@ -117,10 +397,30 @@ def chat(
     """Run one live turn; one-line errors, no tracebacks."""
     out = out or sys.stdout
     err = err or sys.stderr
+    notes = _Notes(err)
+    quiet = _QuietBrokenPipe()
+    logger = logging.getLogger("reasoning_stream")
+    logger.addFilter(quiet)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", UserWarning)
+            warnings.showwarning = notes.showwarning
+            return _chat(args, out, err, notes)
+    finally:
+        logger.removeFilter(quiet)
+
+
+def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -> int:
     try:
         pipe = build_pipe(
-            args.provider, args.model, base_url=args.base_url, reasoning=args.reasoning
+            args.provider,
+            args.model,
+            base_url=args.base_url,
+            reasoning=args.reasoning,
+            max_tokens=getattr(args, "max_tokens", None),
+            on_callback_error=_stop_when_reader_leaves,
         )
+        _say_plan(pipe, notes)
     except (CommandError, UsageError) as error:
         err.write(f"reasoning-stream: {error}\n")
         return error.status if isinstance(error, CommandError) else 2
@@ -135,34 +435,89 @@ def chat(
     try:
         result = pipe.run(args.prompt)
     except KeyboardInterrupt:
-        if renderer is not None:
-            renderer.close()
+        _close(renderer)
         captured = pipe.last_result
-        err.write("\ninterrupted")
+        report = "interrupted"
         if captured is not None:
-            err.write(f"; captured {len(captured.model_reasoning)} characters of reasoning")
-            err.write(f" and {len(captured.text)} of answer ({captured.status})")
-        err.write("\n")
+            report += (
+                f"; captured {len(captured.model_reasoning)} characters of reasoning and "
+                f"{len(captured.text)} of answer ({captured.status})"
+            )
+        err.write("\n" + textwrap.fill(report, WIDTH, subsequent_indent="  ") + "\n")
         return 130
-    except ProviderError as error:
-        if renderer is not None:
-            renderer.close()
+    except CallbackError as error:
+        _close(renderer)
+        if any(isinstance(link, BrokenPipeError) for link in _chain(error)):
+            return reader_left(out)
         err.write(f"\nreasoning-stream: {error}\n")
         return 1
+    except ProviderError as error:
+        _close(renderer)
+        _end_line(out, renderer)
+        err.write(f"reasoning-stream: {error}\n")
+        url = effective_base_url(args.provider, args.base_url, os.environ)
+        hint = endpoint_hint(args.provider, error, url) if url else None
+        if hint:
+            err.write(f"reasoning-stream: {hint}\n")
+        return 1
     except ReasoningStreamError as error:
-        err.write(f"\nreasoning-stream: {error}\n")
+        _close(renderer)
+        _end_line(out, renderer)
+        err.write(f"reasoning-stream: {error}\n")
         return 2
-    if renderer is not None:
-        renderer.close()
-        if not args.raw:
-            out.write("\n")
-            err.write(summary_line(result) + "\n")
+    try:
+        _close(renderer)
+        _end_line(out, renderer)
+    except BrokenPipeError:
+        return reader_left(out)
+    notice = status_notice(result)
+    if notice:
+        notes.say(notice)
+    if renderer is not None and not args.raw:
+        err.write(summary_line(result) + "\n")
     return 0
 
 
-def _json_lines(out: IO[str]) -> Callable[[Event], None]:
-    def write(event: Event) -> None:
-        out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
+def _close(renderer: ChannelRenderer | None) -> None:
+    if renderer is not None:
+        renderer.close()
+
+
+def _end_line(out: IO[str], renderer: ChannelRenderer | None) -> None:
+    """Leave the cursor on a fresh line: after rendered output always, after raw bytes only on
+    a terminal (into a pipe ``--raw`` is exactly the channel)."""
+    if renderer is None or renderer.reader_gone:
+        return
+    if (not renderer.raw or is_terminal(out)) and not renderer.at_line_start:
+        out.write("\n")
         out.flush()
+
+
+def _say_plan(pipe: Pipe, notes: _Notes) -> None:
+    """Say, before any request, what ``--reasoning`` becomes for this model and what is lost."""
+    plan_for = getattr(pipe, "reasoning_plan", None)
+    if not callable(plan_for) or getattr(pipe, "reasoning", None) is None:
+        return
+    try:
+        plan = plan_for()
+    except ValueError as error:
+        raise CommandError(str(error)) from error
+    for note in plan.warnings:
+        notes.say(note)
+
+
+def _json_lines(out: IO[str]) -> Callable[[Event], None]:
+    gone = False
+
+    def write(event: Event) -> None:
+        nonlocal gone
+        if gone:
+            return
+        try:
+            out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
+            out.flush()
+        except BrokenPipeError:
+            gone = True  # say it once; the run stops, later events are dropped
+            raise
 
     return write

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Self, TypeAlias, get_args, overload
@@ -30,12 +31,14 @@ from ._exceptions import UsageError
 from ._history import HistoryTurn
 from ._messages import INERT_MESSAGE_KEYS, strip_inert_keys
 from ._pipe import PipeResult, Status
+from ._preflight import PassbackProblem, PreflightTurn
 
 __all__ = [
     "Conversation",
     "GenerationRecord",
     "GenerationStatus",
     "PassbackPolicy",
+    "PassbackProblem",
     "ReasoningPassback",
     "StatePassback",
     "TurnRecord",
@@ -408,6 +411,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _spec_of(pipe: object) -> Any:
+    # The registry is asked at call time: core imports no provider package up front.
+    from .providers._spec import spec
+
+    return spec(getattr(pipe, "provider", None))
+
+
 def _role(message: Mapping[str, Any]) -> Any:
     return message.get("role")
 
@@ -445,7 +455,7 @@ class Conversation(Sequence[dict[str, Any]]):
     :class:`GenerationRecord` of a run that fails or is cancelled.
     """
 
-    __slots__ = ("_messages", "_pending", "_records")
+    __slots__ = ("_messages", "_pending", "_records", "_repair")
 
     def __init__(
         self, messages: Iterable[Mapping[str, Any]] = (), *, system: str | None = None
@@ -453,6 +463,7 @@ class Conversation(Sequence[dict[str, Any]]):
         self._messages: list[dict[str, Any]] = []
         self._records: list[TurnRecord | None] = []
         self._pending: GenerationRecord | None = None
+        self._repair = False
         if system is not None:
             self.add_system(system)
         for message in messages:
@@ -567,31 +578,75 @@ class Conversation(Sequence[dict[str, Any]]):
         pending, self._pending = self._pending, None
         return pending
 
-    def run(self, pipe: Any) -> PipeResult:
+    def run(
+        self,
+        pipe: Any,
+        *,
+        repair: bool = False,
+        store: Any = None,
+        conversation_id: str | None = None,
+    ) -> PipeResult:
         """Run ``pipe`` on this history and add its answer, tracking the generation.
 
         If the run fails or is cancelled the answer is not added: the pending generation
-        keeps what it captured, and the error propagates.
+        keeps what it captured, and the error propagates. A history the provider would
+        reject (:meth:`preflight`) raises ``UsageError`` before any request, unless
+        ``repair=True``: then what the provider's docs say to drop or fill is dropped or
+        filled for this request, with a warning saying what.
+
+        With ``store=`` (a ``reasoning_stream.store`` store) and ``conversation_id=`` the
+        run is recorded there too: this conversation is saved when it is new or extends the
+        stored one (``ConflictError`` when the stored one has turns it lacks), the pending
+        generation is stored before the call and the answer appended after it, retried on
+        a conflict; afterwards this conversation equals the stored one.
+        See ``reasoning_stream.store.run_stored``.
         """
+        if store is not None or conversation_id is not None:
+            from .store._run import run_with_store
+
+            answer, latest = run_with_store(store, conversation_id, pipe, self, repair=repair)
+            self._adopt(latest)
+            return answer
         record = self.begin_generation(pipe)
         try:
-            result: PipeResult = pipe.run(self)
+            result: PipeResult = pipe.run(self.with_repair() if repair else self)
         except BaseException:
             record.update_from(getattr(pipe, "last_result", None))
             raise
         self.add(result)
         return result
 
-    async def arun(self, pipe: Any) -> PipeResult:
+    async def arun(
+        self,
+        pipe: Any,
+        *,
+        repair: bool = False,
+        store: Any = None,
+        conversation_id: str | None = None,
+    ) -> PipeResult:
         """:meth:`run` on the running event loop, through ``pipe.arun``."""
+        if store is not None or conversation_id is not None:
+            from .store._run import arun_with_store
+
+            answer, latest = await arun_with_store(
+                store, conversation_id, pipe, self, repair=repair
+            )
+            self._adopt(latest)
+            return answer
         record = self.begin_generation(pipe)
         try:
-            result: PipeResult = await pipe.arun(self)
+            result: PipeResult = await pipe.arun(self.with_repair() if repair else self)
         except BaseException:
             record.update_from(getattr(pipe, "last_result", None))
             raise
         self.add(result)
         return result
+
+    def _adopt(self, other: Conversation) -> None:
+        # After a stored run, become what the store holds (other writers' turns included).
+        if other is not self:
+            self._messages, self._records = other._messages, other._records
+            self._pending = other._pending
 
     # ----------------------------------------------------------------------- passback
 
@@ -601,7 +656,12 @@ class Conversation(Sequence[dict[str, Any]]):
         Every message goes without its inert keys. An assistant turn carries its opaque
         states and readable reasoning only when the policy asks for them and the turn was
         made by the pipe's own provider, model and endpoint; anything else stays here.
+        A conversation from :meth:`with_repair` gives the repaired turns.
         """
+        turns = self._turns_for(pipe)
+        return self._repaired(pipe, turns) if self._repair else turns
+
+    def _turns_for(self, pipe: object) -> list[HistoryTurn]:
         policy = PassbackPolicy.for_pipe(pipe)
         loop_start = self._tool_loop_start()
         turns: list[HistoryTurn] = []
@@ -633,6 +693,75 @@ class Conversation(Sequence[dict[str, Any]]):
                 reasoning = thinking
             turns.append(HistoryTurn(visible, states=states, reasoning=reasoning))
         return turns
+
+    # ----------------------------------------------------------------------- preflight
+
+    def preflight(self, pipe: object) -> list[PassbackProblem]:
+        """What ``pipe``'s provider is documented to reject in the request it would build.
+
+        Nothing is called. Each :class:`PassbackProblem` names the message index, a code and
+        what to do; an empty list means nothing known to be rejected. The provider's spec
+        holds the rules (its ``preflight``); a pipe of an unknown provider gets ``[]``.
+        """
+        found = _spec_of(pipe)
+        if found is None or found.preflight is None:
+            return []
+        problems: list[PassbackProblem] = found.preflight(
+            pipe, self._preflight_turns(pipe, self._turns_for(pipe))
+        )
+        return problems
+
+    def check_passback(self, pipe: object) -> None:
+        """Raise ``UsageError`` naming the :meth:`preflight` problems, if there are any.
+
+        Provider pipes call it before sending a request. A conversation from
+        :meth:`with_repair` repairs instead of raising.
+        """
+        if self._repair:
+            return
+        problems = self.preflight(pipe)
+        if problems:
+            listed = "; ".join(str(problem) for problem in problems)
+            raise UsageError(
+                f"the provider would reject this conversation: {listed}. Fix the history, or "
+                "run it with conversation.run(pipe, repair=True) (or pipe.run("
+                "conversation.with_repair())) to drop or fill what the provider's docs allow"
+            )
+
+    def with_repair(self) -> Conversation:
+        """A copy whose runs repair what :meth:`preflight` finds instead of raising.
+
+        Pass it wherever a pipe takes a conversation (``pipe.run``, a hub, a pipeline);
+        each request then carries the repaired turns and a ``UserWarning`` says what was
+        dropped or filled.
+        """
+        copied = self.copy()
+        copied._repair = True
+        return copied
+
+    def _preflight_turns(self, pipe: object, turns: Sequence[HistoryTurn]) -> list[PreflightTurn]:
+        loop_start = self._tool_loop_start()
+        return [
+            PreflightTurn(index, turn, self._records[index], index >= loop_start)
+            for index, turn in enumerate(turns)
+        ]
+
+    def _repaired(self, pipe: object, turns: list[HistoryTurn]) -> list[HistoryTurn]:
+        found = _spec_of(pipe)
+        if found is None or found.preflight is None or found.repair is None:
+            return turns
+        checked = self._preflight_turns(pipe, turns)
+        if not found.preflight(pipe, checked):
+            return turns
+        repaired, notes = found.repair(pipe, checked)
+        if notes:
+            warnings.warn(
+                "repaired the conversation for the provider: " + "; ".join(notes),
+                UserWarning,
+                stacklevel=4,
+            )
+        fixed: list[HistoryTurn] = repaired
+        return fixed
 
     def _last_user_index(self) -> int:
         for index in range(len(self._messages) - 1, -1, -1):

@@ -10,13 +10,15 @@ channel carries both; ``split()`` then recovers each pipe's reasoning and the an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable
 from typing import IO, Any
 
+from ._cli import wrap_parts
 from ._pipe import Pipe, PipeResult
 from ._pipeline import Pipeline
-from ._render import ChannelRenderer
+from ._render import ChannelRenderer, color_wanted, is_terminal, paint
 from ._stream import ReasoningStream
 from .testing import Reply, Transcript, WireServer
 
@@ -63,11 +65,14 @@ def run_demo(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
     raw = bool(getattr(args, "raw", False))
     provider = getattr(args, "provider", None)
     chunks: list[str] = []
-    renderer = ChannelRenderer(out, raw=raw)
+    renderer: ChannelRenderer | None = None
 
     def channel(chunk: str) -> None:
         chunks.append(chunk)
-        renderer(chunk)
+        if renderer is not None and not renderer.reader_gone:
+            # The reader may leave (`| head`); the replay is short, so let it finish.
+            with contextlib.suppress(BrokenPipeError):
+                renderer(chunk)
 
     with WireServer() as server:
         runner: Callable[[], list[PipeResult]]
@@ -93,10 +98,19 @@ def run_demo(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
 
         if not raw:
             out.write(f"Replaying recorded wire bytes from {server.url} through the real SDKs.\n\n")
-        results = runner()
-    renderer.close()
+            out.flush()
+        # Created after the line above: its live "Thinking…" line owns the cursor from here.
+        renderer = ChannelRenderer(out, raw=raw)
+        try:
+            results = runner()
+        finally:
+            renderer.close()
     if raw:
+        if is_terminal(out) and not renderer.at_line_start:
+            out.write("\n")  # into a pipe the bytes stay exactly the channel
         return 0
+    if not renderer.at_line_start:
+        out.write("\n")
     _report(out, "".join(chunks), results)
     return 0
 
@@ -107,12 +121,12 @@ def _report(out: IO[str], collected: str, results: list[PipeResult]) -> None:
         segment for result in results for segment in result.reasoning_segments
     ) and split.text == "".join(result.text for result in results)
     style = _Style(out)
-    out.write("\n" + style.bold("What each pipe captured") + "\n")
+    out.write("\n" + style.bold("What each pipe captured") + "\n")  # after a blank line
     for result in results:
         usage, timings = result.usage, result.timings
         states = ", ".join(sorted({state.kind for state in result.reasoning_state})) or "none"
         segments = len(result.reasoning_segments)
-        lines = [
+        lines: list[tuple[str, str | list[str]]] = [
             (
                 "reasoning",
                 f"{segments} segment{'s' * (segments != 1)}, "
@@ -126,9 +140,12 @@ def _report(out: IO[str], collected: str, results: list[PipeResult]) -> None:
             ),
             (
                 "timings",
-                f"first reasoning {_s(timings.time_to_first_reasoning)} · first text "
-                f"{_s(timings.time_to_first_text)} · thinking {timings.reasoning_duration:.2f} s"
-                f" · total {timings.total:.2f} s",
+                [
+                    f"first reasoning {_s(timings.time_to_first_reasoning)}",
+                    f"first text {_s(timings.time_to_first_text)}",
+                    f"thinking {timings.reasoning_duration:.2f} s",
+                    f"total {timings.total:.2f} s",
+                ],
             ),
         ]
         out.write(
@@ -136,7 +153,10 @@ def _report(out: IO[str], collected: str, results: list[PipeResult]) -> None:
             f"status {result.status}\n"
         )
         for label, value in lines:
-            out.write(f"  {style.dim(label.ljust(11))}{value}\n")
+            parts = [value] if isinstance(value, str) else value
+            # Wrapped as if the 13-column label were there, so continuations line up under it.
+            text = wrap_parts(" " * 13 + parts[0], parts[1:], indent=" " * 13)[13:]
+            out.write(f"  {style.dim(label.ljust(11))}{text}\n")
     out.write(
         f"\nsplit() of the collected channel: {len(split.segments)} reasoning segment(s),\n"
         f"  {len(split.text)} characters of answer, truncated={split.truncated}\n"
@@ -145,16 +165,16 @@ def _report(out: IO[str], collected: str, results: list[PipeResult]) -> None:
 
 
 class _Style:
-    """Bold and dim on a terminal, plain text elsewhere."""
+    """Bold and dim where colour is wanted (a terminal, ``NO_COLOR`` and ``FORCE_COLOR``)."""
 
     def __init__(self, out: IO[str]) -> None:
-        self._on = out.isatty()
+        self._on = color_wanted(out)
 
     def bold(self, text: str) -> str:
-        return f"\x1b[1m{text}\x1b[0m" if self._on else text
+        return paint(text, "bold", self._on)
 
     def dim(self, text: str) -> str:
-        return f"\x1b[2m{text}\x1b[0m" if self._on else text
+        return paint(text, "dim", self._on)
 
 
 def _n(value: int | None) -> str:

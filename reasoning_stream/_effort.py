@@ -47,7 +47,9 @@ __all__ = [
     "ReasoningLevel",
     "ReasoningPlan",
     "ReasoningWarning",
+    "check_reasoning",
     "effort_table",
+    "lower_plan",
     "merge_params",
     "plan_reasoning",
 ]
@@ -327,6 +329,71 @@ def _plan(
         if warn:
             _warn_once(provider, model, message)
     return ReasoningPlan(provider, model, reasoning, draft.params, tuple(notes), draft.supported)
+
+
+def check_reasoning(
+    provider: str, model: str, reasoning: Reasoning, *, max_tokens: int | None = None
+) -> None:
+    """Raise ``ValueError`` unless ``reasoning`` can be planned for ``provider`` and ``model``.
+
+    What :func:`plan_reasoning` would refuse (``0`` where it means nothing, a Claude budget
+    below 1024), said at a pipe's construction instead of at its first run; no warning.
+    """
+    _plan(provider, model, reasoning, max_tokens=max_tokens, warn=False)
+
+
+def _ladder(reasoning: Reasoning) -> list[Reasoning]:
+    """The settings below ``reasoning``, nearest first (provider-free).
+
+    Levels step down to ``"low"``; ``True`` and ``None`` (the provider's default effort,
+    ``"medium"`` or less for the models with levels) go to ``"medium"`` then ``"low"`` and to
+    ``"low"`` alone; a budget halves while it stays a positive number of tokens. ``False`` and
+    ``"low"`` have nothing below them: turning reasoning off is not a lower effort.
+    """
+    if reasoning is None:
+        return ["low"]
+    if isinstance(reasoning, bool):
+        return ["medium", "low"] if reasoning else []
+    if isinstance(reasoning, int):
+        steps: list[Reasoning] = []
+        budget = reasoning // 2
+        while budget >= 1:
+            steps.append(budget)
+            budget //= 2
+        return steps
+    if reasoning in REASONING_LEVELS:
+        return list(REASONING_LEVELS[: REASONING_LEVELS.index(reasoning)][::-1])
+    return []
+
+
+def lower_plan(
+    provider: str, model: str, reasoning: Reasoning, *, max_tokens: int | None = None
+) -> ReasoningPlan | None:
+    """The plan of the nearest setting below ``reasoning`` that changes the request, or ``None``.
+
+    Steps down ``"high"``, ``"medium"``, ``"low"`` (a budget halves; ``True`` and ``None`` start
+    below the provider's default) and skips every step whose native parameters are the ones
+    ``reasoning`` already sends (Ollama's ``think`` is on for every level), so a retry with
+    the plan really asks for less thinking. ``None`` when nothing lower exists: ``"low"``,
+    ``False``, a model without effort control, or a budget the provider refuses to lower
+    (Claude's 1024-token minimum). The plan's ``reasoning`` is the setting to use.
+
+    >>> lower_plan("openai-chat", "o4-mini", "high").params
+    {'reasoning_effort': 'medium'}
+    >>> lower_plan("anthropic", "claude-sonnet-4-5", 4000).params["thinking"]
+    {'type': 'enabled', 'budget_tokens': 2000}
+    >>> lower_plan("ollama", "qwen3", "high") is None
+    True
+    """
+    current = _plan(provider, model, reasoning, max_tokens=max_tokens, warn=False)
+    for candidate in _ladder(reasoning):
+        try:
+            plan = _plan(provider, model, candidate, max_tokens=max_tokens, warn=False)
+        except ValueError:
+            return None  # below the provider's least budget: nothing lower exists
+        if plan.supported and plan.params != current.params:
+            return plan
+    return None
 
 
 # ------------------------------------------------------------------------------- the table

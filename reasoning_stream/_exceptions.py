@@ -6,6 +6,10 @@
     mid-stream. The original exception is ``__cause__``.
         ``MalformedStreamError``: the provider's bytes do not follow its own wire format.
     ``CallbackError``: an ``on_callback_error`` handler raised and so aborted the run.
+    ``StoreError``: a conversation store failed (unreachable, not a store, bad data).
+        ``ConflictError``: a write's ``expected_version`` is stale; nothing was changed.
+        ``CorruptConversationError``: a stored conversation cannot be read back.
+        ``ConversationNotFoundError`` (also a ``KeyError``): no conversation has that id.
 
 Errors raised by a run carry what it captured as ``.result`` (a ``PipeResult``).
 """
@@ -19,9 +23,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CallbackError",
+    "ConflictError",
+    "ConversationNotFoundError",
+    "CorruptConversationError",
     "MalformedStreamError",
     "ProviderError",
     "ReasoningStreamError",
+    "StoreError",
     "UsageError",
 ]
 
@@ -62,3 +70,47 @@ class MalformedStreamError(ProviderError):
 
 class CallbackError(ReasoningStreamError):
     """An ``on_callback_error`` handler raised, which aborts the run; its error is ``__cause__``."""
+
+
+class StoreError(ReasoningStreamError):
+    """A conversation store failed: its backend is unreachable, not a store, or holds bad data.
+
+    ``conversation_id`` names the conversation concerned, when there is one; the backend's own
+    exception is ``__cause__``. A failed write changes nothing.
+    """
+
+    def __init__(self, message: str, *, conversation_id: str | None = None) -> None:
+        super().__init__(message)
+        self.conversation_id = conversation_id
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ConflictError(StoreError):
+    """A write's ``expected_version`` is not the stored one; nothing was changed.
+
+    Another writer got there first: load the conversation again and redo the change on the
+    latest version. ``expected_version`` is what the write assumed, ``actual_version`` what
+    the store holds (``None`` when the conversation does not exist).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        conversation_id: str | None = None,
+        expected_version: int | None = None,
+        actual_version: int | None = None,
+    ) -> None:
+        super().__init__(message, conversation_id=conversation_id)
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+
+class CorruptConversationError(StoreError):
+    """The stored data of one conversation cannot be read back; the others are unaffected."""
+
+
+class ConversationNotFoundError(StoreError, KeyError):
+    """No conversation is stored under ``conversation_id``; a ``KeyError`` too."""

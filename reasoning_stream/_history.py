@@ -8,7 +8,7 @@ these into their native request shapes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,7 @@ from ._events import ReasoningState
 from ._exceptions import UsageError
 from ._messages import messages_from_prompt
 
-__all__ = ["HistoryTurn", "history_turns", "tool_call_arguments"]
+__all__ = ["HistoryTurn", "check_passback", "check_prompt", "history_turns", "tool_call_arguments"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +36,43 @@ class HistoryTurn:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+def check_prompt(prompt: object) -> None:
+    """Raise ``UsageError`` unless ``prompt`` is a string, a list of messages or a conversation.
+
+    A run checks its prompt before it builds a client or sends anything.
+    """
+    if isinstance(prompt, str) or callable(getattr(prompt, "turns_for", None)):
+        return
+    if isinstance(prompt, Sequence) and not isinstance(prompt, bytes | bytearray):
+        for index, message in enumerate(prompt):
+            if not isinstance(message, Mapping):
+                raise UsageError(
+                    f"prompt message {index} must be a dict such as {{'role': 'user', "
+                    f"'content': ...}}, got {type(message).__name__}: {message!r:.80}"
+                )
+        return
+    raise UsageError(
+        "the prompt must be a str, a list of message dicts or a Conversation, got "
+        f"{type(prompt).__name__}: {prompt!r:.80}"
+    )
+
+
 def history_turns(prompt: Any, pipe: object) -> list[HistoryTurn]:
     """The turns to send for ``prompt``: a string, a list of messages, or a conversation."""
     turns_for = getattr(prompt, "turns_for", None)
     if callable(turns_for):
         turns: list[HistoryTurn] = turns_for(pipe)
         return turns
+    check_prompt(prompt)
     return [HistoryTurn(message) for message in messages_from_prompt(prompt)]
+
+
+def check_passback(prompt: Any, pipe: object) -> None:
+    """Raise ``UsageError`` before any request when ``prompt`` (a conversation) holds turns the
+    provider is documented to reject; prompts that are not conversations pass."""
+    check = getattr(prompt, "check_passback", None)
+    if callable(check):
+        check(pipe)
 
 
 def tool_call_arguments(arguments: Any, name: str, *, provider_label: str) -> dict[str, Any]:

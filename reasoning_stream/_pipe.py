@@ -10,8 +10,11 @@ anything is touched.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Self, TypeAlias
@@ -23,6 +26,7 @@ from ._callbacks import (
     CallbackErrorHandler,
     EventCallback,
     StreamingCallback,
+    checked_callable,
     is_async_callable,
     report_callback_error,
 )
@@ -45,7 +49,17 @@ from ._exceptions import MalformedStreamError, ProviderError, ReasoningStreamErr
 if TYPE_CHECKING:
     from ._pipeline import Pipeline
 
-__all__ = ["Pipe", "PipeResult", "Prompt", "Status", "Timings", "claim", "release"]
+__all__ = [
+    "Pipe",
+    "PipeResult",
+    "Prompt",
+    "Status",
+    "Timings",
+    "claim",
+    "release",
+    "running_event_loop",
+    "warn_if_loop_running",
+]
 
 Prompt: TypeAlias = "str | Sequence[Mapping[str, Any]]"
 
@@ -117,6 +131,8 @@ class Pipe:
     ) -> None:
         self.name: str = name if name is not None else type(self).__name__
         self.escape_markers = escape_markers
+        if on_callback_error is not None:
+            checked_callable(on_callback_error, "on_callback_error")
         self.on_callback_error = on_callback_error
         self.stream_model_reasoning = stream_model_reasoning
         self.last_result: PipeResult | None = None
@@ -131,6 +147,7 @@ class Pipe:
         self._retries = 0
         self._retry_backoff = 0.5
         self._retry_max_delay = 8.0
+        self._warned_loop = False
 
     # ----------------------------------------------------------------------- configuration
 
@@ -172,7 +189,11 @@ class Pipe:
         return self
 
     def set_streaming_callback(self, callback: StreamingCallback) -> Self:
-        """Add a callback for channel chunks (``str``); re-adding the same one is a no-op."""
+        """Add a callback for channel chunks (``str``); re-adding the same one is a no-op.
+
+        Anything that cannot be called raises ``UsageError`` here.
+        """
+        checked_callable(callback, "a streaming callback")
         if not any(existing is callback for existing in self._callbacks):
             self._callbacks = (*self._callbacks, callback)
         return self
@@ -183,7 +204,11 @@ class Pipe:
         return self
 
     def set_event_callback(self, callback: EventCallback) -> Self:
-        """Add a callback for typed events; reasoning events obey the same gate as the channel."""
+        """Add a callback for typed events; reasoning events obey the same gate as the channel.
+
+        Anything that cannot be called raises ``UsageError`` here.
+        """
+        checked_callable(callback, "an event callback")
         if not any(existing is callback for existing in self._event_callbacks):
             self._event_callbacks = (*self._event_callbacks, callback)
         return self
@@ -377,7 +402,12 @@ class Pipe:
 
         Raises ``ProviderError`` on provider failure and ``UsageError`` on misuse (such as an
         async callback); either way ``last_result`` and the error's ``.result`` hold the capture.
+        Called on a thread that runs an event loop (asyncio or trio), it blocks that loop for
+        the whole stream: the first such call of a pipe issues a ``RuntimeWarning`` naming
+        ``arun()``.
         """
+        if not self._warned_loop and warn_if_loop_running(self, "run", "arun"):
+            self._warned_loop = True
         channel = Channel()
         claim((self,), channel, what="run()")
         try:
@@ -582,6 +612,43 @@ class Pipe:
             if raised is not None and raised is not error:
                 self.redact_secrets(raised)
         return raised
+
+
+def running_event_loop() -> str | None:
+    """``"asyncio"`` or ``"trio"`` when this thread is running that event loop, else ``None``."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return "asyncio"
+    trio = sys.modules.get("trio")  # never imported here: only a loaded trio can be running
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            pass
+        else:
+            return "trio"
+    return None
+
+
+def warn_if_loop_running(owner: object, method: str, async_method: str) -> bool:
+    """Warn that a sync ``method`` of ``owner`` would block the running event loop.
+
+    Returns whether it warned. The warning points at the caller's line.
+    """
+    loop = running_event_loop()
+    if loop is None:
+        return False
+    warnings.warn(
+        f"{type(owner).__name__}.{method}() was called inside a running {loop} event loop: "
+        f"it blocks the loop until the stream ends; `await` its {async_method}() there "
+        f"instead, or call {method}() from a worker thread",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return True
 
 
 def _checked(delta: object, what: str) -> str:

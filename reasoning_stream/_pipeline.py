@@ -12,7 +12,7 @@ from ._callbacks import EventCallback, StreamingCallback
 from ._channel import Channel
 from ._delivery import adeliver, deliver_sync
 from ._exceptions import ReasoningStreamError, UsageError
-from ._pipe import Pipe, PipeResult, Prompt, Status, claim, release
+from ._pipe import Pipe, PipeResult, Prompt, Status, claim, release, warn_if_loop_running
 
 __all__ = ["Pipeline", "PipelineResult"]
 
@@ -68,6 +68,7 @@ class Pipeline:
             raise UsageError("a pipe may appear only once in a Pipeline; create another instance")
         self.pipes: tuple[Pipe, ...] = tuple(flat)
         self.last_result: PipelineResult | None = None
+        self._warned_loop = False
 
     def __or__(self, other: Pipe | Pipeline) -> Pipeline:
         return Pipeline(self, other)
@@ -100,8 +101,11 @@ class Pipeline:
         """Run every pipe in order, synchronously.
 
         Refused with ``UsageError`` while this pipeline, or any pipe in it, is running (also
-        from a callback), before anything is touched.
+        from a callback), before anything is touched. Like ``Pipe.run()``, its first call on a
+        thread running an event loop issues a ``RuntimeWarning`` naming ``arun()``.
         """
+        if not self._warned_loop and warn_if_loop_running(self, "run", "arun"):
+            self._warned_loop = True
         channel = Channel()
         claim(self.pipes, channel, what="the Pipeline")
         scopes = _observers.start(self, prompt)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ._events import ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
-from ._tags import Escaper, ScanEvent, Scanner
+from ._tags import Escaper, ScanEvent, Scanner, grammar_for
 
 __all__ = ["ReasoningStream", "Split"]
 
@@ -51,6 +51,22 @@ class ReasoningStream:
     def escaper(tags: Iterable[str] | None = None) -> Escaper:
         """A new escaper, the one the channel uses to keep payloads from forming markers."""
         return Escaper(tags)
+
+    @staticmethod
+    def unescape(text: str, *, tags: Iterable[str] | None = None) -> str:
+        """Channel text as a person should read it: the channel's marker escapes undone.
+
+        A payload that contained something tag-like (``<think>``) reaches the channel as
+        ``<\\think>``; this removes exactly the one backslash the channel added, as
+        ``split(..., lossless=True)`` does, and leaves everything else (markers included) as it
+        is. Apply it to the whole text you show, accumulated chunk after chunk: an escape may
+        straddle two chunks (``"<"`` then ``"\\think>"``). For chunk-by-chunk display use
+        :meth:`scanner`, whose events carry text already unescaped.
+
+        >>> ReasoningStream.unescape("use a <\\\\think> tag")
+        'use a <think> tag'
+        """
+        return grammar_for(tags).unescape(text)
 
     @staticmethod
     def split(

@@ -82,6 +82,7 @@ class TagGrammar:
 
     __slots__ = (
         "_bodies",
+        "_escaped",
         "_longest_body",
         "_lookahead",
         "_unfinished",
@@ -122,6 +123,8 @@ class TagGrammar:
         body = rf"\\*/?(?:{alternatives})[ \t]{{0,{MAX_SPACES}}}>"
         self.tag = re.compile(f"<{body}", re.ASCII | re.IGNORECASE)
         self._lookahead = re.compile(f"<(?={body})", re.ASCII | re.IGNORECASE)
+        # Unescaping removes one backslash right after the "<" of an escaped tag.
+        self._escaped = re.compile(f"<\\\\(?={body})", re.ASCII | re.IGNORECASE)
 
     def tag_end(self, data: str, k: int) -> int:
         """Read the tag whose ``<`` is ``data[k]``: the index after its ``>``, or a sentinel.
@@ -148,6 +151,12 @@ class TagGrammar:
     def escape(self, text: str) -> str:
         """Add one backslash after the ``<`` of everything in ``text`` that parses as a tag."""
         return self._lookahead.sub("<\\\\", text)
+
+    def unescape(self, text: str) -> str:
+        """Remove one backslash after the ``<`` of every escaped tag in ``text``."""
+        if "<" not in text:
+            return text
+        return self._escaped.sub("<", text)
 
 
 def _fold(text: str) -> str:

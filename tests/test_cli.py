@@ -77,7 +77,7 @@ def test_chat_without_a_key_says_what_to_do(
     )
 
 
-def test_chat_against_an_unreachable_endpoint_is_one_line(
+def test_chat_against_an_unreachable_endpoint_is_the_error_and_where_it_went(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     status, _, err = run_cli(
@@ -85,7 +85,10 @@ def test_chat_against_an_unreachable_endpoint_is_one_line(
         "--base-url", "http://127.0.0.1:9/v1",
     )  # fmt: skip
     assert status == 1
-    assert "Traceback" not in err and err.strip().count("\n") == 0
+    assert "Traceback" not in err
+    error, hint = err.strip().splitlines()
+    assert error.startswith("reasoning-stream: openai-chat:")
+    assert hint.startswith("reasoning-stream: cannot connect to http://127.0.0.1:9/v1;")
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ def test_contract_names_are_exported() -> None:
         "ProviderError",
         "UsageError",
         "MalformedStreamError",
+        "PassbackProblem",
     ):
         assert name in reasoning_stream.__all__
     assert {"ScriptedPipe", "WireServer"} <= set(reasoning_stream.testing.__all__)
@@ -75,6 +76,52 @@ def test_reasoning_state_repr_hides_the_payload() -> None:
     assert reasoning_stream.ReasoningState.from_json(raw.to_json()) == raw
 
 
+def test_store_names_are_exported() -> None:
+    store = importlib.import_module("reasoning_stream.store")
+    assert sorted(store.__all__) == [
+        "ConflictError",
+        "ConversationNotFoundError",
+        "ConversationStore",
+        "CorruptConversationError",
+        "RedisStore",
+        "SQLiteStore",
+        "StoreError",
+        "arun_stored",
+        "run_stored",
+    ]
+    for name in ("ConflictError", "StoreError", "CorruptConversationError"):
+        assert name in reasoning_stream.__all__
+        assert getattr(store, name) is getattr(reasoning_stream, name)
+    assert issubclass(reasoning_stream.ConflictError, reasoning_stream.ReasoningStreamError)
+
+
+def test_strategy_names_are_exported() -> None:
+    strategies = importlib.import_module("reasoning_stream.strategies")
+    assert sorted(strategies.__all__) == [
+        "ChainOfDraft",
+        "ChainOfThought",
+        "PromptStrategy",
+        "StrategyPipe",
+        "StrategyResult",
+        "draft_steps",
+        "native_thinking",
+    ]
+    assert issubclass(strategies.StrategyResult, reasoning_stream.PipeResult)
+
+
+def test_hub_and_web_contract_names_are_exported() -> None:
+    hub = importlib.import_module("reasoning_stream.hub")
+    web = importlib.import_module("reasoning_stream.web")
+    assert {"MemoryHub", "RedisHub", "Entry"} <= set(hub.__all__)
+    assert "create_app" in web.__all__
+    for module in (hub, web):
+        assert list(module.__all__) == sorted(module.__all__, key=lambda n: (not n.isupper(), n))
+        for name in module.__all__:
+            assert getattr(module, name) is not None
+    fields = {f for f in hub.Entry.__dataclass_fields__}
+    assert {"id", "chunk", "event", "final", "status"} <= fields
+
+
 def test_the_strategies_module_is_public() -> None:
     import reasoning_stream.testing.strategies as strategies
 
@@ -91,6 +138,14 @@ def test_the_strategies_module_is_public() -> None:
     } == set(strategies.__all__)
     for name in strategies.__all__:
         assert getattr(strategies, name) is not None
+
+
+def test_reasoning_stream_tools() -> None:
+    """The channel's reading tools, including the display helper ``unescape``."""
+    stream = reasoning_stream.ReasoningStream
+    for name in ("OPEN_TAG", "CLOSE_TAG", "split", "scanner", "escaper", "unescape"):
+        assert getattr(stream, name) is not None, name
+    assert stream.unescape("<\\think>") == "<think>"
 
 
 def test_telemetry_surface() -> None:

@@ -21,22 +21,39 @@ Clients are given or built, sync or async:
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import ModuleType
-from typing import Any, ClassVar, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypedDict
 
 import anyio
+import httpx
 
 from .._callbacks import CallbackErrorHandler
-from .._effort import Reasoning, ReasoningPlan, merge_params, plan_reasoning, validate_reasoning
+from .._capture import PipeResult, merge_attempts
+from .._effort import (
+    Reasoning,
+    ReasoningPlan,
+    check_reasoning,
+    lower_plan,
+    merge_params,
+    plan_reasoning,
+    validate_reasoning,
+)
 from .._events import Event
-from .._exceptions import ProviderError, UsageError
-from .._history import HistoryTurn, history_turns
+from .._exceptions import ProviderError, ReasoningStreamError, UsageError
+from .._history import HistoryTurn, check_passback, check_prompt, history_turns
 from .._messages import strip_inert_keys
 from .._pipe import Pipe, Prompt
 from ._errors import provider_error, redact_exception_chain
+from ._spec import spec
 from ._transports import AsyncSource, Source
+
+if TYPE_CHECKING:
+    from .._channel import Channel
+
+logger = logging.getLogger("reasoning_stream")
 
 __all__ = ["EndpointOptions", "PipeOptions", "ProviderPipe", "Translator", "require"]
 
@@ -67,6 +84,9 @@ class Translator(Protocol):
     def salvage(self) -> list[Event]:
         """What a broken stream still releases (held characters, completed state)."""
 
+    def read_response(self, response: Any) -> list[Event]:
+        """The events of one non-streaming response (``stream=False``), end included."""
+
 
 class PipeOptions(TypedDict, total=False):
     """Keywords every provider pipe takes (see :class:`ProviderPipe`)."""
@@ -78,6 +98,7 @@ class PipeOptions(TypedDict, total=False):
     on_callback_error: CallbackErrorHandler | None
     stream_model_reasoning: bool
     reasoning: Reasoning
+    stream: bool
 
 
 class EndpointOptions(PipeOptions, total=False):
@@ -88,7 +109,21 @@ class EndpointOptions(PipeOptions, total=False):
     api_key: str | None
 
 
-class ProviderPipe(Pipe):
+class _Validated(type):
+    """Runs a provider pipe's whole-configuration checks once, after its outermost ``__init__``.
+
+    Provider constructors are layered (``OpenRouterPipe`` -> ``OpenAIChatPipe`` ->
+    ``ProviderPipe``), and some checks need what the outer layers set (a transport, an
+    output limit): a misconfigured pipe fails at its construction, not at its first run.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        pipe = super().__call__(*args, **kwargs)
+        pipe.validate()
+        return pipe
+
+
+class ProviderPipe(Pipe, metaclass=_Validated):
     """Base of the provider pipes: a model, a client or an endpoint, and request options.
 
     Args:
@@ -101,6 +136,9 @@ class ProviderPipe(Pipe):
         reasoning: one reasoning-effort knob: ``None`` (the provider's default), ``False``,
             ``True``, ``"low"``, ``"medium"``, ``"high"`` or a token budget (``int``), mapped
             to the provider's native parameters (see :meth:`reasoning_plan`).
+        stream: ``True`` (the default) streams the answer; ``False`` makes one
+            non-streaming request the way the provider documents it, and gives the same
+            ``PipeResult`` and the same channel (one chunk per reasoning or text part).
     """
 
     provider: str | None = None
@@ -112,6 +150,13 @@ class ProviderPipe(Pipe):
     """What to pass for ``run()``, named in the error when only an async client was given."""
     reads_in_threads: ClassVar[bool] = False
     """The SDK is sync only: ``arun()`` reads the sync client in worker threads."""
+    sdk: ClassVar[str | None] = None
+    """The module the pipe imports to build its client (``None``: httpx, a core dependency)."""
+    client_methods: ClassVar[tuple[str, ...]] = ()
+    """Dotted paths a given SDK client has (``"chat.completions.create"``): checked at
+    construction, so a client of another SDK is refused there."""
+    client_hint: ClassVar[str] = "the provider SDK's client"
+    """What ``client=`` takes, in words, for the error that refuses another object."""
 
     def __init__(
         self,
@@ -127,9 +172,15 @@ class ProviderPipe(Pipe):
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
         reasoning: Reasoning = None,
+        stream: bool = True,
     ) -> None:
+        _check_model(type(self).__name__, model)
         validate_reasoning(reasoning)
+        if not isinstance(stream, bool):
+            raise UsageError(f"stream must be True or False, got {stream!r}")
         self.reasoning: Reasoning = reasoning
+        self.stream: bool = stream
+        """``False``: one non-streaming request per run (see :meth:`create_response`)."""
         super().__init__(
             name=name,
             escape_markers=escape_markers,
@@ -147,9 +198,113 @@ class ProviderPipe(Pipe):
             root = str(getattr(client, "base_url", None) or "").rstrip("/")
             self.endpoint = root or None
         self._built: Any = None
+        self._exhaustion_retries = 0
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, name={self.name!r})"
+
+    # ------------------------------------------------------------------------ validation
+
+    def validate(self) -> None:
+        """Refuse a configuration that cannot work; runs once, when construction ends.
+
+        A given ``client`` must be the SDK's client this pipe calls (or an httpx client on the
+        lean ``transport="httpx"``), and ``reasoning`` must be plannable for this provider and
+        model (``reasoning=0`` only turns Gemini budget models off). A subclass adds its own
+        checks by extending this method.
+        """
+        self._validate_client()
+        if self.reasoning is not None and self.provider is not None:
+            check_reasoning(
+                self.provider,
+                self.reasoning_model_id(),
+                self.reasoning,
+                max_tokens=self.reasoning_max_tokens(),
+            )
+
+    def _validate_client(self) -> None:
+        client = self.client
+        if client is None:
+            return
+        if getattr(self, "transport", "sdk") == "httpx":
+            if isinstance(client, httpx.Client | httpx.AsyncClient):
+                return
+            wanted = "an httpx.Client or httpx.AsyncClient (its transport is httpx)"
+        elif self.accepts_client(client):
+            return
+        else:
+            wanted = self.client_hint
+        raise UsageError(f"{self.name}: client= must be {wanted}; got {_described(client)}")
+
+    def accepts_client(self, client: Any) -> bool:
+        """Whether ``client`` has every method in :attr:`client_methods` (duck typing)."""
+        return all(callable(_attribute_path(client, path)) for path in self.client_methods)
+
+    # --------------------------------------------------------------------------- retries
+
+    def set_exhaustion_retry(self, attempts: int = 1) -> Self:
+        """Ask again with less thinking when the model spent its whole budget thinking.
+
+        When a run stops at the output limit with reasoning and no answer
+        (``result.reasoning_exhausted``) and no answer byte reached a callback, the pipe
+        sends the same request again, up to ``attempts`` times, each time with the next lower
+        effort plan (:meth:`lower_reasoning_plan`: ``"high"`` -> ``"medium"`` -> ``"low"``, a
+        budget halved; ``None`` and ``True`` start below the provider's default). It stops
+        when nothing lower changes the request. ``pipe.reasoning`` is restored after the run.
+
+        The reasoning already streamed stays in the channel, and the result keeps it: its
+        ``reasoning_segments`` hold every attempt's segments, its answer, opaque state,
+        status and response id are the last attempt's, its usage adds the attempts up.
+        Event callbacks see each attempt's ``Finish``. Off by default (``attempts=0``).
+        """
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+            raise ValueError(f"attempts must be a non-negative int, got {attempts!r}")
+        self._exhaustion_retries = attempts
+        return self
+
+    def lower_reasoning_plan(self) -> ReasoningPlan | None:
+        """The effort plan an exhaustion retry would use next, or ``None`` if nothing is lower.
+
+        Nothing is called; ``plan.reasoning`` is the setting, ``plan.params`` what it sends.
+        """
+        if self.provider is None:
+            return None
+        return lower_plan(
+            self.provider,
+            self.reasoning_model_id(),
+            self.reasoning,
+            max_tokens=self.reasoning_max_tokens(),
+        )
+
+    def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        if not self._exhaustion_retries:
+            return super()._attempts(channel, prompt)
+        descent = _Descent(self)
+        try:
+            result = super()._attempts(channel, prompt)
+            while descent.step_down(result):
+                result = super()._attempts(channel, prompt)
+            return descent.finished(result)
+        except BaseException as error:
+            descent.failed(error)
+            raise
+        finally:
+            self.reasoning = descent.original
+
+    async def _aattempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        if not self._exhaustion_retries:
+            return await super()._aattempts(channel, prompt)
+        descent = _Descent(self)
+        try:
+            result = await super()._aattempts(channel, prompt)
+            while descent.step_down(result):
+                result = await super()._aattempts(channel, prompt)
+            return descent.finished(result)
+        except BaseException as error:
+            descent.failed(error)
+            raise
+        finally:
+            self.reasoning = descent.original
 
     # ---------------------------------------------------------------------------- effort
 
@@ -236,6 +391,7 @@ class ProviderPipe(Pipe):
                 )
             return given
         if self._built is None:
+            self.check_can_build_client()
             self._built = self.build_client(asynchronous=False)
         return self._built
 
@@ -244,7 +400,52 @@ class ProviderPipe(Pipe):
         given = self.client
         if given is not None:
             return (given, False) if self.is_async_client(given) else None
+        self.check_can_build_client()
         return self.build_client(asynchronous=True), True
+
+    def needs_api_key(self) -> bool:
+        """Whether a client this pipe builds needs a key (the provider spec says; Ollama's
+        and Bedrock's do not)."""
+        found = spec(self.provider)
+        return found is not None and found.key_needed
+
+    def sdk_module(self) -> str | None:
+        """The module :meth:`build_client` imports; ``None`` on the lean httpx transport."""
+        return None if getattr(self, "transport", "sdk") == "httpx" else self.sdk
+
+    def check_can_build_client(self) -> None:
+        """Before the pipe builds a client, and so before any request: the key and the SDK.
+
+        One ``UsageError`` for every provider: it names the environment variables the key is
+        read from and, when the SDK is missing as well, the extra that installs it.
+        """
+        module = self.sdk_module()
+        missing_sdk = module is not None and not _importable(module)
+        install = f"pip install 'reasoning-stream[{self.extra}]'"
+        if self.needs_api_key() and not self._has_api_key():
+            found = spec(self.provider)
+            names = " or ".join(found.key_env if found is not None else self.secret_env)
+            needs = "an API key"
+            if missing_sdk:
+                needs += f" and the {module!r} package ({install})"
+            local = (
+                " (any non-empty string for a local server that checks none)"
+                if module is not None and self.base_url is not None
+                else ""
+            )
+            raise UsageError(
+                f"{self.name} needs {needs}: set {names}, or pass api_key={local}, or pass a "
+                "ready client="
+            )
+        if missing_sdk:
+            raise UsageError(f"{self.name} needs the {module!r} package: {install}")
+
+    def _has_api_key(self) -> bool:
+        if self._api_key:
+            return True
+        found = spec(self.provider)
+        names = (*(found.key_env if found is not None else ()), *self.secret_env)
+        return any(os.environ.get(name) for name in names)
 
     def close(self) -> None:
         """Release the sync client the pipe built itself; clients passed in stay the caller's."""
@@ -269,6 +470,18 @@ class ProviderPipe(Pipe):
         """Async twin of :meth:`open_stream`."""
         raise NotImplementedError
 
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Send the non-streaming request for ``prompt`` with a sync client; the response.
+
+        The response is the decoded body (a dict) or the SDK's parsed object; the
+        translator's ``read_response`` reads either.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no one-shot request")
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        raise NotImplementedError(f"{type(self).__name__} has no one-shot request")
+
     def stream_ended(self, translator: Translator) -> None:
         """Called once a stream ended, however it ended (server timings, for instance)."""
 
@@ -276,6 +489,11 @@ class ProviderPipe(Pipe):
 
     def iter_events(self, prompt: Prompt) -> Iterator[Event]:
         """Stream one turn with the sync client, yielding its events."""
+        check_prompt(prompt)
+        check_passback(prompt, self)
+        if not self.stream:
+            yield from self._iter_response(prompt)
+            return
         client = self.sync_client()
         translator = self.translator()
         source = self.open_stream(client, prompt)
@@ -300,6 +518,12 @@ class ProviderPipe(Pipe):
 
     async def aiter_events(self, prompt: Prompt) -> AsyncIterator[Event]:
         """Stream one turn with the async client (a given sync client runs in a thread)."""
+        check_prompt(prompt)
+        check_passback(prompt, self)
+        if not self.stream:
+            async for event in self._aiter_response(prompt):
+                yield event
+            return
         if self.reads_in_threads:
             client, owned = self.sync_client(), False
         else:
@@ -342,6 +566,45 @@ class ProviderPipe(Pipe):
                     if owned:
                         await self.aclose_client(client)
 
+    def _iter_response(self, prompt: Prompt) -> Iterator[Event]:
+        """One non-streaming request with the sync client; its events, read at once."""
+        client = self.sync_client()
+        translator = self.translator()
+        try:
+            response = self.create_response(client, prompt)
+            events = translator.read_response(response)
+        finally:
+            self.set_response_id(translator.response_id)
+            self.stream_ended(translator)
+        yield from events
+
+    async def _aiter_response(self, prompt: Prompt) -> AsyncIterator[Event]:
+        """Async twin of :meth:`_iter_response` (a given sync client runs in a thread)."""
+        owned = False
+        if self.reads_in_threads:
+            client = self.sync_client()
+        else:
+            chosen = self._async_client()
+            if chosen is None:
+                client = self.sync_client()
+            else:
+                client, owned = chosen
+        translator = self.translator()
+        try:
+            if self.reads_in_threads or (not owned and not self.is_async_client(client)):
+                response = await anyio.to_thread.run_sync(self.create_response, client, prompt)
+            else:
+                response = await self.acreate_response(client, prompt)
+            events = translator.read_response(response)
+        finally:
+            self.set_response_id(translator.response_id)
+            self.stream_ended(translator)
+            if owned:
+                with anyio.CancelScope(shield=True):
+                    await self.aclose_client(client)
+        for event in events:
+            yield event
+
     # --------------------------------------------------------------------------- errors
 
     def secrets(self) -> list[str]:
@@ -365,3 +628,78 @@ class ProviderPipe(Pipe):
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map an SDK or transport exception to ``ProviderError``."""
         return provider_error(self.provider or self.name, error)
+
+
+class _Descent:
+    """One run's steps down the effort ladder (see :meth:`ProviderPipe.set_exhaustion_retry`)."""
+
+    def __init__(self, pipe: ProviderPipe) -> None:
+        self.pipe = pipe
+        self.original: Reasoning = pipe.reasoning
+        self.earlier: list[PipeResult] = []
+
+    def step_down(self, result: PipeResult) -> bool:
+        """Lower the pipe's effort for one more attempt after ``result``, if that is allowed."""
+        pipe = self.pipe
+        if len(self.earlier) >= pipe._exhaustion_retries or not result.reasoning_exhausted:
+            return False
+        if result.text:
+            return False  # whitespace reached the callbacks: an answer byte, so no retry
+        plan = pipe.lower_reasoning_plan()
+        if plan is None:
+            return False
+        logger.info(
+            "%s: the model spent its whole output budget on reasoning; asking again with "
+            "reasoning=%r",
+            pipe.name,
+            plan.reasoning,
+        )
+        self.earlier.append(result)
+        pipe.reasoning = plan.reasoning
+        return True
+
+    def finished(self, result: PipeResult) -> PipeResult:
+        """The run's result: every attempt's reasoning, the last attempt's answer."""
+        merged = merge_attempts(self.earlier, result)
+        self.pipe.last_result = merged
+        return merged
+
+    def failed(self, error: BaseException) -> None:
+        """A retry failed: what it raises and ``last_result`` still hold the earlier reasoning."""
+        current = self.pipe.last_result
+        if not self.earlier or current is None or any(current is r for r in self.earlier):
+            return
+        merged = self.finished(current)
+        if isinstance(error, ReasoningStreamError) and error.result is current:
+            error.result = merged
+
+
+def _check_model(pipe: str, model: object) -> None:
+    if not isinstance(model, str) or not model.strip():
+        raise UsageError(
+            f"{pipe} needs a model id: a non-empty str naming the provider's model; got "
+            f"{type(model).__name__}: {model!r}"
+        )
+
+
+def _attribute_path(obj: Any, path: str) -> Any:
+    for name in path.split("."):
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _described(client: object) -> str:
+    kind = type(client)
+    if kind.__module__ == "builtins":
+        return f"{kind.__name__} {client!r:.60}"
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _importable(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True

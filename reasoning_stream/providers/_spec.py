@@ -10,14 +10,16 @@ Importing this module imports no provider package; :func:`spec` imports one when
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .._conversation import PassbackPolicy
     from .._effort import EffortPlanner
+    from .._history import HistoryTurn
     from .._pipe import Pipe
+    from .._preflight import PassbackProblem, PreflightTurn
 
 __all__ = ["Demo", "ProviderSpec", "by_name", "provider_ids", "spec", "specs"]
 
@@ -61,6 +63,10 @@ class ProviderSpec:
         passback: ``model -> PassbackPolicy``: what earlier assistant turns must carry back.
         effort: its reasoning-effort planner (see ``_effort``).
         demo: the bundled replay for ``reasoning-stream demo``.
+        preflight: ``(pipe, turns) -> problems``: what the provider is documented to reject
+            in the request ``pipe`` would build from ``turns`` (see ``_preflight``).
+        repair: ``(pipe, turns) -> (turns, notes)``: the turns with what the provider's docs
+            say to drop or fill dropped or filled, and a sentence per change.
     """
 
     id: str
@@ -73,6 +79,10 @@ class ProviderSpec:
     base_url_env: str | None = None
     key_needed: bool = True
     demo: Demo | None = None
+    preflight: Callable[[Any, Sequence[PreflightTurn]], list[PassbackProblem]] | None = None
+    repair: Callable[[Any, Sequence[PreflightTurn]], tuple[list[HistoryTurn], list[str]]] | None = (
+        None
+    )
 
     def pipe_class(self) -> Any:
         """The pipe class (imported on demand)."""

@@ -101,7 +101,8 @@ class Drive:
 
     async def run(self, pipe: BedrockPipe, prompt: Any) -> PipeResult:
         if self.flavour == "sync":
-            return pipe.run(prompt)
+            # In a worker thread: run() on the event loop's thread would block the loop.
+            return await anyio.to_thread.run_sync(pipe.run, prompt)
         return await pipe.arun(prompt)
 
 

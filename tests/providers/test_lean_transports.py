@@ -153,3 +153,34 @@ def test_same_outcome_when_the_stream_is_cut(
         assert sdk["error"] is not None and lean["error"] is not None
         sdk["error"], lean["error"] = sdk["error"][:5], lean["error"][:5]
         assert lean == sdk, f"cut after {after} of {events} events"
+
+
+ONESHOTS = {
+    "anthropic": "anthropic_oneshot",
+    "openai-responses": "openai_responses_oneshot",
+    "openai-chat": "openai_chat_oneshot",
+    "ollama": "ollama_chat_oneshot",
+}
+
+
+def _one_shot(pipe: Any) -> None:
+    pipe.stream = False
+
+
+@pytest.mark.parametrize("flavour", ["sync", "asyncio"])
+@pytest.mark.parametrize("provider", sorted(ONESHOTS))
+def test_same_outcome_for_one_shot_requests(
+    wire: WireServer, provider: str, flavour: Flavour
+) -> None:
+    """``stream=False``: the lean transport POSTs the SDK's body and reads the same reply."""
+    name = ONESHOTS[provider]
+    played = []
+    for target_name in PAIRS[provider]:
+        outcome = play(
+            wire, TARGETS[target_name], name, Reply(transcript(name)), flavour, prepare=_one_shot
+        )
+        played.append((summary(outcome), wire.requests[-1].json()))
+    (sdk, sdk_body), (lean, lean_body) = played
+    assert sdk["error"] is None, sdk["error"]
+    assert lean_body == sdk_body
+    assert lean == sdk

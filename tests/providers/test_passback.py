@@ -23,6 +23,7 @@ import openai
 import pytest
 from botocore.config import Config
 
+from reasoning_stream import UsageError
 from reasoning_stream._conversation import Conversation
 from reasoning_stream._pipe import Pipe
 from reasoning_stream.providers import (
@@ -449,7 +450,16 @@ def test_switching_provider_or_model_mid_loop_sends_no_foreign_state(kind: str) 
         secrets = secrets_of(conversation)
         assert len(secrets) >= 4  # readable reasoning, two signatures, redacted data
         with other_pipe(kind, server) as pipe:
-            conversation.run(pipe)
+            # Where the new pipe's provider would refuse the loop without its state (another
+            # Claude model, Gemini 3, DeepSeek, stateless Responses), preflight refuses the run
+            # first; repaired, the request still carries no foreign state.
+            if conversation.preflight(pipe):
+                with pytest.raises(UsageError, match="would reject"):
+                    conversation.run(pipe)
+                with pytest.warns(UserWarning, match="repaired"):
+                    conversation.run(pipe, repair=True)
+            else:
+                conversation.run(pipe)
     assert len(server.requests) == 2
     assert_none_sent(secrets, server.requests[1].json())
     assert_no_inert_keys(server)
@@ -464,7 +474,10 @@ def test_the_same_model_behind_another_endpoint_gets_no_state() -> None:
     secrets = secrets_of(conversation)
     with WireServer("anthropic_tool_answer") as proxy, anthropic_pipe(proxy) as moved:
         assert moved.endpoint != claude.endpoint
-        conversation.run(moved)
+        assert [p.code for p in conversation.preflight(moved)] == ["thinking_missing"]
+        with pytest.warns(UserWarning, match="thinking off"):
+            conversation.run(moved, repair=True)
+        assert "thinking" not in proxy.requests[0].json()
     assert_none_sent(secrets, proxy.requests[0].json())
     assistant = proxy.requests[0].json()["messages"][1]
     assert [block["type"] for block in assistant["content"]] == ["text", "tool_use"]

@@ -385,7 +385,10 @@ def _bundled(prefix: str, *, streaming: bool) -> tuple[str, ...]:
     for name in Transcript.bundled():
         if not name.startswith(prefix):
             continue
-        if (Transcript.load(name).status == 200) == streaming:
+        loaded = Transcript.load(name)
+        if loaded.status == 200 and loaded.format == "json":
+            continue  # a one-shot body (stream=False): neither a stream nor an error reply
+        if (loaded.status == 200) == streaming:
             names.append(name)
     return tuple(names)
 

@@ -26,6 +26,7 @@ from .._errors import (
     provider_error,
     retry_after_seconds,
 )
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
 from .._transports import (
     SKIP,
@@ -41,6 +42,7 @@ from .._transports import (
     sdk_source,
     sse_source,
 )
+from . import request
 from .effort import PLANNER
 from .request import convert_turns
 from .translate import PROVIDER, AnthropicTranslator, error_details, stream_error
@@ -97,6 +99,9 @@ class AnthropicPipe(ProviderPipe):
     sync_client_hint: ClassVar[str] = "anthropic.Anthropic(...) as client="
     secret_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     extra = "anthropic"
+    sdk: ClassVar[str | None] = "anthropic"
+    client_methods: ClassVar[tuple[str, ...]] = ("messages.create",)
+    client_hint: ClassVar[str] = "an anthropic.Anthropic or anthropic.AsyncAnthropic client"
 
     def __init__(
         self,
@@ -131,7 +136,8 @@ class AnthropicPipe(ProviderPipe):
         >>> AnthropicPipe("claude-x").build_request("hi")
         {'model': 'claude-x', 'max_tokens': 4096, 'messages': [{'role': 'user', 'content': 'hi'}]}
         """
-        system, messages = convert_turns(self.turns(prompt))
+        turns = self.turns(prompt)
+        system, messages = convert_turns(turns)
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self._resolved_max_tokens(),
@@ -145,6 +151,8 @@ class AnthropicPipe(ProviderPipe):
             body["thinking"] = dict(self.thinking)
         body = self.with_reasoning(body)
         body.update(self.extra_body)
+        if request.thinking_turned_off(turns):
+            body.pop("thinking", None)
         return body
 
     def _resolved_max_tokens(self) -> int:
@@ -251,6 +259,37 @@ class AnthropicPipe(ProviderPipe):
             "decode_event": _decode_event,
         }
 
+    # ------------------------------------------------------------------------- one-shot
+
+    def _oneshot_arguments(self, prompt: Prompt | Any) -> dict[str, Any]:
+        arguments = self._create_arguments(prompt)
+        del arguments["stream"]
+        if "timeout" not in arguments:
+            # The SDK refuses a non-streaming call whose max_tokens could outlast its default
+            # timeout unless one is given; the pipe's own default is the SDK's ten minutes.
+            arguments["timeout"] = _ONESHOT_TIMEOUT
+        return arguments
+
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """``messages.create()`` without ``stream`` with the sync client; the ``Message``.
+
+        With ``transport="httpx"``, the same body POSTed with httpx; the message as a dict.
+        """
+        if self.transport == "httpx":
+            return post_json(client, **self._lean_oneshot(client, prompt))
+        return client.messages.create(**self._oneshot_arguments(prompt))
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        if self.transport == "httpx":
+            return await apost_json(client, **self._lean_oneshot(client, prompt))
+        return await client.messages.create(**self._oneshot_arguments(prompt))
+
+    def _lean_oneshot(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
+        arguments = self._lean_request(client, prompt)
+        del arguments["body"]["stream"], arguments["decode_event"]
+        return arguments
+
     # --------------------------------------------------------------------------- errors
 
     def wrap_error(self, error: BaseException) -> ProviderError:
@@ -305,6 +344,10 @@ def _status_error(provider: str, response: httpx.Response) -> ProviderError:
     return caused_by_status(error, response)
 
 
+_ONESHOT_TIMEOUT = 600.0
+"""Seconds a one-shot request may take when the pipe sets no ``timeout``."""
+
+
 def _passback(model: str | None) -> PassbackPolicy:
     # Signed thinking must open each assistant turn of an unfinished tool loop; once a user
     # turn follows, the API ignores (and bills) older blocks.
@@ -326,6 +369,8 @@ SPEC = ProviderSpec(
     base_url_env="ANTHROPIC_BASE_URL",
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("anthropic_thinking", "claude-sonnet-4-6", _demo_pipe),
 )
 """The Anthropic Messages API."""

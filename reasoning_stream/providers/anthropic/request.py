@@ -8,13 +8,15 @@ belong to, which is what the API requires when a tool-use turn is continued with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..._events import ReasoningState
 from ..._history import HistoryTurn, tool_call_arguments
+from ..._preflight import PassbackProblem, PreflightTurn
 from .translate import PROVIDER, field_of, text_of
 
-__all__ = ["convert_turns"]
+__all__ = ["THINKING_OFF", "convert_turns", "preflight", "repair", "thinking_turned_off"]
 
 
 def _image_block(url: str) -> dict[str, Any]:
@@ -162,3 +164,112 @@ def convert_turns(
                 {"role": "user", "content": _native_content(field_of(message, "content"))}
             )
     return system, messages
+
+
+# ------------------------------------------------------------------------------ preflight
+
+THINKING_OFF = "thinking_off"
+"""``HistoryTurn.extra`` key a repair sets: send this request with thinking off."""
+
+_THINKING_KINDS = frozenset({"signature", "redacted"})
+
+
+def thinking_enabled(config: Any) -> bool:
+    """Whether a ``thinking`` request field turns thinking on (``enabled`` or ``adaptive``)."""
+    return isinstance(config, Mapping) and config.get("type") in ("enabled", "adaptive")
+
+
+def thinking_turned_off(turns: Sequence[HistoryTurn]) -> bool:
+    """Whether a repair asked for this request to go without thinking."""
+    return any(turn.extra.get(THINKING_OFF) for turn in turns)
+
+
+def tool_loop_problems(
+    pipe: Any, turns: Sequence[PreflightTurn], *, label: str
+) -> list[PassbackProblem]:
+    """Tool-use turns of the current loop that lack their signed thinking (thinking on).
+
+    Anthropic: with thinking on, each assistant turn of an unfinished tool loop must start
+    with the thinking blocks the API signed for it, unchanged
+    (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks).
+    """
+    problems: list[PassbackProblem] = []
+    for checked in turns:
+        if not (checked.in_tool_loop and checked.calls_tools):
+            continue
+        if any(state.kind in _THINKING_KINDS for state in checked.turn.states):
+            continue
+        record = checked.record
+        other = (
+            record is not None
+            and record.provider == getattr(pipe, "provider", None)
+            and record.model != getattr(pipe, "model", None)
+            and any(state.kind in _THINKING_KINDS for state in record.states)
+        )
+        if other:
+            problems.append(
+                PassbackProblem(
+                    checked.index,
+                    "thinking_other_model",
+                    f"this tool-use turn's thinking was made by {record.model}, and {label} "
+                    f"binds thinking to the model that made it; {pipe.model} with thinking on "
+                    "needs the turn to start with its own signed thinking. Finish the tool loop "
+                    f"with {record.model}, or repair (this request goes with thinking off)",
+                )
+            )
+        else:
+            problems.append(
+                PassbackProblem(
+                    checked.index,
+                    "thinking_missing",
+                    f"a tool-use turn of the current tool loop has no signed thinking (edited, "
+                    f"compacted or added by hand), and with thinking on {label} requires it to "
+                    "start with its thinking blocks unchanged. Keep the turn as the run produced "
+                    "it (conversation.add(result)), or repair (this request goes with thinking "
+                    "off)",
+                )
+            )
+    return problems
+
+
+def repair_tool_loop(
+    turns: Sequence[PreflightTurn], *, label: str
+) -> tuple[list[HistoryTurn], list[str]]:
+    """Thinking off for this request, and no thinking blocks left in the current loop.
+
+    The docs' rule for a turn that cannot start with thinking: the whole assistant turn
+    (the tool loop) runs in one thinking mode, here without thinking.
+    """
+    repaired = [
+        replace(checked.turn, states=()) if checked.in_tool_loop else checked.turn
+        for checked in turns
+    ]
+    if repaired:
+        repaired[0] = replace(repaired[0], extra={**repaired[0].extra, THINKING_OFF: True})
+    indexes = [str(c.index) for c in turns if c.in_tool_loop and c.calls_tools]
+    return repaired, [
+        f"{label}: the tool loop (messages {', '.join(indexes)}) lacks signed thinking, so "
+        "this request goes with thinking off and without the loop's thinking blocks"
+    ]
+
+
+def request_thinking(pipe: Any) -> Any:
+    """The ``thinking`` field the pipe's request would carry."""
+    body: dict[str, Any] = {}
+    if getattr(pipe, "thinking", None) is not None:
+        body["thinking"] = pipe.thinking
+    body = pipe.with_reasoning(body)
+    body.update(pipe.extra_body)
+    return body.get("thinking")
+
+
+def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem]:
+    """What the Messages API would reject: a tool loop without its thinking (thinking on)."""
+    if not thinking_enabled(request_thinking(pipe)):
+        return []
+    return tool_loop_problems(pipe, turns, label="Anthropic")
+
+
+def repair(pipe: Any, turns: Sequence[PreflightTurn]) -> tuple[list[HistoryTurn], list[str]]:
+    """See :func:`repair_tool_loop`."""
+    return repair_tool_loop(turns, label="Anthropic")

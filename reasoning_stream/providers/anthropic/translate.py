@@ -164,6 +164,32 @@ class AnthropicTranslator:
             raise stream_error(event, provider=self.provider)
         return []
 
+    def read_response(self, message: Any) -> list[Event]:
+        """The events of one non-streaming ``message`` (the SDK's ``Message`` or its JSON).
+
+        Read as the stream of that message: its start (id, usage), each content block
+        opened whole and closed, then its stop reason. Thinking text, signatures, redacted
+        data and tool inputs come out as a stream of the same message gives them, one
+        reasoning or text delta per block.
+
+        >>> AnthropicTranslator(model="m").read_response({"id": "msg_1", "type": "message",
+        ...     "content": [{"type": "text", "text": "Hi"}], "stop_reason": "end_turn"})
+        [TextDelta(text='Hi'), Finish(reason='stop')]
+        """
+        if field_of(message, "type") == "error":
+            raise stream_error(message, provider=self.provider)
+        events = self.feed({"type": "message_start", "message": message})
+        for index, block in enumerate(field_of(message, "content") or ()):
+            events += self.feed(
+                {"type": "content_block_start", "index": index, "content_block": block}
+            )
+            events += self.feed({"type": "content_block_stop", "index": index})
+        events += self.feed(
+            {"type": "message_delta", "delta": {"stop_reason": field_of(message, "stop_reason")}}
+        )
+        events += self.feed({"type": "message_stop"})
+        return events + self.finish()
+
     def finish(self) -> list[Event]:
         """End of stream: close blocks that never saw their ``content_block_stop``."""
         events: list[Event] = []

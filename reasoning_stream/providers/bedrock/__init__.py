@@ -46,6 +46,8 @@ from .._driver import PipeOptions, ProviderPipe, require
 from .._errors import build_error, provider_error, retry_after_seconds
 from .._spec import Demo, ProviderSpec
 from .._transports import AsyncSource, Source, aevent_stream_source, event_stream_source
+from ..anthropic.request import thinking_turned_off
+from . import request as bedrock_request
 from .effort import PLANNER
 from .request import anthropic_messages, converse_messages, deepseek_prompt
 from .translate import (
@@ -162,6 +164,12 @@ class BedrockPipe(ProviderPipe):
     secret_env = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK")
     extra = "bedrock"
     reads_in_threads: ClassVar[bool] = True
+    sdk: ClassVar[str | None] = "boto3"
+    client_methods: ClassVar[tuple[str, ...]] = (
+        "converse_stream",
+        "invoke_model_with_response_stream",
+    )
+    client_hint: ClassVar[str] = "a boto3 client for 'bedrock-runtime'"
 
     def __init__(
         self,
@@ -263,6 +271,10 @@ class BedrockPipe(ProviderPipe):
                 request["additionalModelRequestFields"] = dict(self.additional_model_request_fields)
             request = self.with_reasoning(request)
             request.update(self.extra_body)
+            fields = request.get("additionalModelRequestFields")
+            if thinking_turned_off(turns) and isinstance(fields, dict):
+                request["additionalModelRequestFields"] = fields = dict(fields)
+                bedrock_request.drop_thinking(fields)
             return request
         return {"modelId": self.model_id, "body": json.dumps(self.invoke_body(turns))}
 
@@ -308,6 +320,8 @@ class BedrockPipe(ProviderPipe):
             if limit is not None:
                 body["max_tokens"] = limit
         body.update(self.extra_body)
+        if thinking_turned_off(turns):
+            bedrock_request.drop_thinking(body)
         return body
 
     # ------------------------------------------------------------------------- stream
@@ -347,6 +361,21 @@ class BedrockPipe(ProviderPipe):
         """The event stream, opened and read in worker threads (boto3 is sync only)."""
         return await aevent_stream_source(lambda: self._open(client, prompt))
 
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """``converse`` or ``invoke_model`` (non-streaming); boto3's response, body read."""
+        request = self.build_request(prompt)
+        if self.api == "converse":
+            return client.converse(**request)
+        response = dict(client.invoke_model(**request))
+        body: Any = response.get("body")
+        try:
+            response["body"] = body.read() if hasattr(body, "read") else body
+        finally:
+            close = getattr(body, "close", None)
+            if callable(close):
+                close()
+        return response
+
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map botocore and transport exceptions to ``ProviderError`` (code, message, status)."""
         return bedrock_error(error, self.provider or PROVIDER)
@@ -379,6 +408,8 @@ SPEC = ProviderSpec(
     key_needed=False,
     passback=_passback,
     effort=PLANNER,
+    preflight=bedrock_request.preflight,
+    repair=bedrock_request.repair,
     demo=Demo("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6", _demo_pipe),
 )
 """Amazon Bedrock (ConverseStream and InvokeModelWithResponseStream)."""

@@ -14,10 +14,16 @@ from typing import Any
 
 from ..._events import ReasoningState
 from ..._history import HistoryTurn
-from ..anthropic.request import convert_turns
+from ..._preflight import PassbackProblem, PreflightTurn
+from ..anthropic.request import (
+    convert_turns,
+    repair_tool_loop,
+    thinking_enabled,
+    tool_loop_problems,
+)
 from .translate import _INVOKE_MARKS, PROVIDER, Api
 
-__all__ = ["anthropic_messages", "converse_messages", "deepseek_prompt"]
+__all__ = ["anthropic_messages", "converse_messages", "deepseek_prompt", "preflight", "repair"]
 
 # DeepSeek's chat template; its special tokens use full-width bars and U+2581, not ASCII.
 _DS_BEGIN = "<\uff5cbegin\u2581of\u2581sentence\uff5c>"
@@ -176,3 +182,43 @@ def deepseek_prompt(turns: Sequence[HistoryTurn], *, prefill_think: bool) -> str
             body.append(f"{_DS_USER}{text}")
     tail = f"{_DS_ASSISTANT}<think>\n" if prefill_think else _DS_ASSISTANT
     return _DS_BEGIN + "\n\n".join(system) + "".join(body) + tail
+
+
+# ------------------------------------------------------------------------------ preflight
+
+_THINKING_FIELDS = ("thinking", "reasoning_config")
+"""Where Claude's thinking config goes in ``additionalModelRequestFields`` (and Invoke)."""
+
+
+def model_fields(pipe: Any) -> dict[str, Any]:
+    """The model-specific fields the request would carry (Converse's
+    ``additionalModelRequestFields``, Invoke's top-level body fields)."""
+    fields = dict(getattr(pipe, "additional_model_request_fields", None) or {})
+    planned = pipe.with_reasoning({}).get("additionalModelRequestFields")
+    if isinstance(planned, Mapping):
+        fields.update(planned)
+    extra = pipe.extra_body.get("additionalModelRequestFields")
+    if isinstance(extra, Mapping):
+        fields.update(extra)
+    return fields
+
+
+def drop_thinking(fields: dict[str, Any]) -> None:
+    """Remove Claude's thinking config from model fields (a repair turned it off)."""
+    for name in _THINKING_FIELDS:
+        fields.pop(name, None)
+
+
+def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem]:
+    """Claude on Bedrock: a tool loop without its signed reasoning while thinking is on."""
+    if "anthropic" not in str(getattr(pipe, "model_id", pipe.model)).lower():
+        return []
+    fields = model_fields(pipe)
+    if not any(thinking_enabled(fields.get(name)) for name in _THINKING_FIELDS):
+        return []
+    return tool_loop_problems(pipe, turns, label="Bedrock (Claude)")
+
+
+def repair(pipe: Any, turns: Sequence[PreflightTurn]) -> tuple[list[HistoryTurn], list[str]]:
+    """Thinking off for this request (see ``anthropic.request.repair_tool_loop``)."""
+    return repair_tool_loop(turns, label="Bedrock (Claude)")

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -263,6 +264,27 @@ class ConverseStreamTranslator:
         elif block.tool_id is not None or block.tool_input:
             events.append(_tool_call(block))
 
+    def read_response(self, response: Mapping[str, Any]) -> list[Event]:
+        """The events of one ``converse`` response (boto3's dict), read as its stream.
+
+        Each content block of ``output.message`` becomes the deltas a stream of it sends
+        (reasoning text, then its signature or redacted bytes; text; a tool use with its
+        input as JSON text) and its stop; then ``stopReason`` and ``usage``. The AWS request
+        id stands for the response id, as it does for a stream.
+        """
+        metadata = response.get("ResponseMetadata") or {}
+        request_id = metadata.get("RequestId")
+        if isinstance(request_id, str) and request_id:
+            self.response_id = request_id
+        message = (response.get("output") or {}).get("message") or {}
+        events: list[Event] = []
+        for index, block in enumerate(message.get("content") or ()):
+            for chunk in _converse_block_events(index, block):
+                events += self.feed(chunk)
+        events += self.feed({"messageStop": {"stopReason": response.get("stopReason")}})
+        events += self.feed({"metadata": {"usage": response.get("usage")}})
+        return events + self.finish()
+
     def finish(self) -> list[Event]:
         """End of stream: close blocks left open; a stream without ``messageStop`` is cut."""
         events: list[Event] = []
@@ -280,6 +302,36 @@ class ConverseStreamTranslator:
     def salvage(self) -> list[Event]:
         """After a broken stream: nothing is held back here (Converse text is never scanned)."""
         return []
+
+
+def _converse_block_events(index: int, block: Any) -> list[dict[str, Any]]:
+    """The stream events that carry one ``converse`` content block (its start, deltas, stop)."""
+    if not isinstance(block, Mapping):
+        return []
+    chunks: list[dict[str, Any]] = []
+
+    def delta(body: dict[str, Any]) -> None:
+        chunks.append({"contentBlockDelta": {"contentBlockIndex": index, "delta": body}})
+
+    reasoning = block.get("reasoningContent")
+    tool = block.get("toolUse")
+    if isinstance(reasoning, Mapping):
+        text_part = reasoning.get("reasoningText")
+        if isinstance(text_part, Mapping):
+            delta({"reasoningContent": {"text": text_part.get("text") or ""}})
+            if isinstance(text_part.get("signature"), str):
+                delta({"reasoningContent": {"signature": text_part["signature"]}})
+        if isinstance(reasoning.get("redactedContent"), bytes | bytearray):
+            delta({"reasoningContent": {"redactedContent": reasoning["redactedContent"]}})
+    elif isinstance(block.get("text"), str):
+        delta({"text": block["text"]})
+    elif isinstance(tool, Mapping):
+        start = {"toolUse": {"toolUseId": tool.get("toolUseId"), "name": tool.get("name")}}
+        chunks.append({"contentBlockStart": {"contentBlockIndex": index, "start": start}})
+        arguments = tool.get("input")
+        delta({"toolUse": {"input": json.dumps(arguments if arguments is not None else {})}})
+    chunks.append({"contentBlockStop": {"contentBlockIndex": index}})
+    return chunks
 
 
 # ----------------------------------------------------------------------------- Invoke
@@ -374,6 +426,7 @@ class InvokeStreamTranslator:
             start_in_reasoning = starts_in_reasoning(model)
         self._anthropic: AnthropicTranslator | None = None
         self._text: TextInvokeTranslator | None = None
+        self._request_id: str | None = None
         if family == "anthropic":
             self._anthropic = AnthropicTranslator(
                 provider=provider,
@@ -390,7 +443,45 @@ class InvokeStreamTranslator:
     @property
     def response_id(self) -> str | None:
         """The model's own message id, where its stream carries one."""
-        return self._anthropic.response_id if self._anthropic is not None else None
+        own = self._anthropic.response_id if self._anthropic is not None else None
+        return own or self._request_id
+
+    def read_response(self, response: Mapping[str, Any]) -> list[Event]:
+        """The events of one ``invoke_model`` response: boto3's dict with ``body`` read to
+        bytes. The body is the model's own non-streaming JSON (an Anthropic ``Message`` for
+        Claude, ``choices[].text`` for DeepSeek and other text models); the invocation
+        metrics a stream puts in its last chunk come from the ``X-Amzn-Bedrock-*-Token-Count``
+        response headers.
+        """
+        metadata = response.get("ResponseMetadata") or {}
+        request_id = metadata.get("RequestId")
+        self._request_id = request_id if isinstance(request_id, str) and request_id else None
+        raw = response.get("body")
+        try:
+            data = json.loads(raw) if isinstance(raw, bytes | bytearray | str) else raw
+        except ValueError as error:
+            raise build_error(
+                self.provider, f"the response body is not JSON ({error})", malformed=True
+            ) from error
+        if not isinstance(data, Mapping):
+            raise build_error(
+                self.provider, "the response body is not a JSON object", malformed=True
+            )
+        if self._anthropic is not None:
+            events = self._anthropic.read_response(data)
+        else:
+            assert self._text is not None
+            events = self._text.feed(data) + self._text.finish()
+        headers = metadata.get("HTTPHeaders") or {}
+        report = _invocation_usage(
+            {
+                "inputTokenCount": _header_count(headers, "x-amzn-bedrock-input-token-count"),
+                "outputTokenCount": _header_count(headers, "x-amzn-bedrock-output-token-count"),
+            }
+        )
+        if report is not None:
+            events.append(report)
+        return events
 
     def feed(self, chunk: Mapping[str, Any]) -> list[Event]:
         """Translate one event dict; events other than ``chunk`` give no events."""
@@ -437,6 +528,14 @@ class InvokeStreamTranslator:
         if self._anthropic is not None:
             return self._anthropic.finish()
         return self._text.finish() if self._text is not None else []
+
+
+def _header_count(headers: Mapping[str, Any], name: str) -> int | None:
+    value = headers.get(name)
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def starts_in_reasoning(model: str) -> bool:

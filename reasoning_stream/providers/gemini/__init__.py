@@ -37,11 +37,12 @@ import httpx
 
 from ..._conversation import PassbackPolicy
 from ..._effort import merge_params
-from ..._exceptions import ProviderError, UsageError
+from ..._exceptions import ProviderError
 from ..._json import loads
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe
 from .._errors import build_error, retry_after_seconds
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
@@ -145,6 +146,8 @@ class GeminiPipe(ProviderPipe):
     # No SDK to install: httpx and httpx-sse are core dependencies of the package.
     extra = "all"
     sync_client_hint: ClassVar[str] = "an httpx.Client"
+    transport: ClassVar[str] = "httpx"
+    """Gemini is read with httpx and httpx-sse only."""
 
     def __init__(
         self,
@@ -158,7 +161,8 @@ class GeminiPipe(ProviderPipe):
         options["base_url"] = (
             options.get("base_url") or os.environ.get("GEMINI_BASE_URL") or DEFAULT_BASE_URL
         )
-        super().__init__(model.removeprefix("models/"), **options)
+        super().__init__(model, **options)
+        self.model = model.removeprefix("models/")
         self.include_thoughts = include_thoughts
         self.thinking_config: dict[str, Any] = dict(thinking_config or {})
         self.tools: list[dict[str, Any]] = [dict(tool) for tool in tools or ()]
@@ -206,11 +210,6 @@ class GeminiPipe(ProviderPipe):
         key = self._key()
         if key:
             headers["x-goog-api-key"] = key
-        elif self.client is None:
-            raise UsageError(
-                f"{self.name} needs an API key: pass api_key=, or set GEMINI_API_KEY "
-                "(or GOOGLE_API_KEY)"
-            )
         return headers
 
     # ---------------------------------------------------------------------------- events
@@ -264,6 +263,40 @@ class GeminiPipe(ProviderPipe):
             )
         )
 
+    # ------------------------------------------------------------------------- one-shot
+
+    @property
+    def oneshot_url(self) -> str:
+        """The ``:generateContent`` endpoint of the pipe's model (``stream=False``)."""
+        return f"{self.base_url}/models/{self.model}:generateContent"
+
+    def _oneshot_headers(self) -> dict[str, str]:
+        headers = self._headers()
+        headers["Accept"] = "application/json"
+        return headers
+
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """POST ``:generateContent``; the whole response object."""
+        return post_json(
+            client,
+            self.oneshot_url,
+            body=self.build_request(prompt),
+            headers=self._oneshot_headers(),
+            provider=self.provider or "gemini",
+            status_error=_status_error,
+        )
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        return await apost_json(
+            client,
+            self.oneshot_url,
+            body=self.build_request(prompt),
+            headers=self._oneshot_headers(),
+            provider=self.provider or "gemini",
+            status_error=_status_error,
+        )
+
 
 def _passback(model: str | None) -> PassbackPolicy:
     # Thought signatures go back on their parts in every earlier model turn.
@@ -282,6 +315,8 @@ SPEC = ProviderSpec(
     key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("gemini_reasoning", "gemini-2.5-flash", _demo_pipe),
 )
 """The Gemini API (native ``streamGenerateContent``)."""

@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..._events import ReasoningState
 from ..._history import HistoryTurn, tool_call_arguments
+from ..._preflight import PassbackProblem, PreflightTurn
 from .translate import int_of, str_of
 
-__all__ = ["contents", "tool_declarations"]
+__all__ = ["PLACEHOLDER_SIGNATURE", "contents", "preflight", "repair", "tool_declarations"]
 
 _DATA_URL = re.compile(r"^data:(?P<mime>[^;,]+);base64,(?P<data>.*)$", re.DOTALL)
 
@@ -234,3 +236,72 @@ def _append(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any
         contents[-1]["parts"].extend(parts)
     else:
         contents.append({"role": role, "parts": list(parts)})
+
+
+# ------------------------------------------------------------------------------ preflight
+
+PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
+"""Google's documented stand-in for a function call's thought signature that was lost
+(https://ai.google.dev/gemini-api/docs/thought-signatures)."""
+
+
+def _needs_signatures(pipe: Any) -> bool:
+    return "gemini-3" in str(getattr(pipe, "model", "") or "").lower()
+
+
+def _signed_call(turn: HistoryTurn) -> bool:
+    return any(
+        state.kind == "signature" and state.extra.get("part") == "function_call"
+        for state in turn.states
+    )
+
+
+def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem]:
+    """Gemini 3: a function call of the current turn without its thought signature (400)."""
+    if not _needs_signatures(pipe):
+        return []
+    return [
+        PassbackProblem(
+            checked.index,
+            "signature_missing",
+            "a function call of the current turn has no thought signature (edited, compacted, "
+            "added by hand or made by another model), and Gemini 3 rejects it. Keep the turn "
+            "as the run produced it (conversation.add(result)), or repair (Google's "
+            "placeholder signature is sent)",
+        )
+        for checked in turns
+        if checked.in_tool_loop and checked.calls_tools and not _signed_call(checked.turn)
+    ]
+
+
+def repair(pipe: Any, turns: Sequence[PreflightTurn]) -> tuple[list[HistoryTurn], list[str]]:
+    """The placeholder signature on the first call of each unsigned turn."""
+    repaired: list[HistoryTurn] = []
+    filled: list[str] = []
+    for checked in turns:
+        turn = checked.turn
+        if checked.in_tool_loop and checked.calls_tools and not _signed_call(turn):
+            call = (turn.message.get("tool_calls") or [{}])[0]
+            name = str((call.get("function") or {}).get("name") or "")
+            state = ReasoningState(
+                provider=getattr(pipe, "provider", None) or "gemini",
+                model=pipe.model,
+                kind="signature",
+                payload=PLACEHOLDER_SIGNATURE,
+                endpoint=getattr(pipe, "endpoint", None),
+                extra={
+                    "part": "function_call",
+                    "call_index": 0,
+                    "name": name,
+                    "text_offset": len(_content_text(turn.message.get("content"))),
+                },
+            )
+            turn = replace(turn, states=(*turn.states, state))
+            filled.append(str(checked.index))
+        repaired.append(turn)
+    notes = (
+        [f"Gemini: placeholder thought signature sent for messages {', '.join(filled)}"]
+        if filled
+        else []
+    )
+    return repaired, notes

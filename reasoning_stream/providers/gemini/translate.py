@@ -144,6 +144,17 @@ class GeminiTranslator:
                 events.append(Finish(_FINISH_REASONS.get(reason, reason.lower())))
         return events
 
+    def read_response(self, response: Any) -> list[Event]:
+        """The events of one ``generateContent`` response: the same object a stream sends
+        in pieces, read whole, then the stream's end (parts keep their order and states
+        their signatures and positions).
+
+        >>> GeminiTranslator(model="m").read_response({"candidates": [{"content": {"parts": [
+        ...     {"text": "hm", "thought": True}, {"text": "Hi"}]}, "finishReason": "STOP"}]})
+        [ReasoningDelta(text='hm'), ReasoningEnd(), TextDelta(text='Hi'), Finish(reason='stop')]
+        """
+        return self.feed(response) + self.finish()
+
     def finish(self) -> list[Event]:
         """End of stream: close a reasoning segment still open."""
         return self._close_thought()

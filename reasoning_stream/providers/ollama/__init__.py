@@ -32,6 +32,7 @@ from .._errors import (
     provider_error,
     retry_after_seconds,
 )
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
@@ -54,6 +55,7 @@ Think: TypeAlias = bool | Literal["low", "medium", "high"] | None
 """Ollama's ``think`` request field: on/off, or a level for models that take one (gpt-oss)."""
 
 DEFAULT_HOST = "http://localhost:11434"
+_THINK_VALUES: tuple[Think, ...] = (None, True, False, "low", "medium", "high")
 
 
 class OllamaPipe(ProviderPipe):
@@ -95,6 +97,9 @@ class OllamaPipe(ProviderPipe):
     provider = "ollama"
     extra = "ollama"
     sync_client_hint: ClassVar[str] = "an ollama.Client"
+    sdk: ClassVar[str | None] = "ollama"
+    client_methods: ClassVar[tuple[str, ...]] = ("chat", "generate")
+    client_hint: ClassVar[str] = "an ollama.Client or ollama.AsyncClient"
 
     def __init__(
         self,
@@ -115,6 +120,11 @@ class OllamaPipe(ProviderPipe):
             raise UsageError(f"api must be 'chat' or 'generate', not {api!r}")
         if inline_tags not in ("auto", True, False):
             raise UsageError(f"inline_tags must be 'auto', True or False, not {inline_tags!r}")
+        if think not in _THINK_VALUES or (isinstance(think, int) and not isinstance(think, bool)):
+            raise UsageError(
+                f"think must be None, True, False, 'low', 'medium' or 'high' (Ollama's think "
+                f"field), not {think!r}; or use reasoning= for the portable knob"
+            )
         super().__init__(model, **pipe_options)
         if think is not None and self.reasoning is not None:
             raise UsageError("give either think= (Ollama's own switch) or reasoning=, not both")
@@ -235,6 +245,29 @@ class OllamaPipe(ProviderPipe):
             "status_error": _status_error,
             "decode": _decode,
         }
+
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """The SDK call with ``"stream": false``; the one reply."""
+        call = self.build_request(prompt)
+        call["stream"] = False
+        self.last_server_timings = None
+        if self.transport == "httpx":
+            return post_json(client, **self._lean_oneshot(call))
+        return getattr(client, self.api)(**call)
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        call = self.build_request(prompt)
+        call["stream"] = False
+        self.last_server_timings = None
+        if self.transport == "httpx":
+            return await apost_json(client, **self._lean_oneshot(call))
+        return await getattr(client, self.api)(**call)
+
+    def _lean_oneshot(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        arguments = self._lean_request(call)
+        del arguments["decode"]
+        return arguments
 
     def stream_ended(self, translator: Any) -> None:
         """Keep the server's timings of the stream that ended."""

@@ -140,6 +140,16 @@ class OllamaTranslator:
             events.extend(self._final(chunk))
         return events
 
+    def read_response(self, response: Any) -> list[Event]:
+        """The events of one non-streaming reply (``"stream": false``): the same object as a
+        stream's final line, carrying the whole ``thinking``, answer and tool calls.
+
+        >>> OllamaTranslator(model="qwen3").read_response({"message": {"role": "assistant",
+        ...     "thinking": "hm", "content": "hi"}, "done": True, "done_reason": "stop"})
+        [ReasoningDelta(text='hm'), ReasoningEnd(), TextDelta(text='hi'), Finish(reason='stop')]
+        """
+        return self.feed(response) + self.finish()
+
     def finish(self) -> list[Event]:
         """End of stream: release characters the tag scanner holds and close reasoning."""
         return [*self._flush_scanner(), *self._close_native()]

@@ -23,6 +23,7 @@ from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
 from ..._tags import grammar_for
 from .._driver import EndpointOptions, ProviderPipe, require
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
@@ -94,6 +95,12 @@ class OpenAIChatPipe(ProviderPipe):
     secret_env = ("OPENAI_API_KEY",)
     extra: str = "openai"
     sync_client_hint: ClassVar[str] = "a sync one (openai.OpenAI / httpx.Client)"
+    sdk: ClassVar[str | None] = "openai"
+    client_methods: ClassVar[tuple[str, ...]] = ("chat.completions.create",)
+    client_hint: ClassVar[str] = (
+        "an openai.OpenAI or openai.AsyncOpenAI client (or, with transport='httpx', an "
+        "httpx.Client or httpx.AsyncClient)"
+    )
     reasoning_fields: ClassVar[tuple[str, ...]] = REASONING_FIELDS
     """Delta fields carrying reasoning, in priority order."""
     reasoning_passback_field: ClassVar[str] = "reasoning_content"
@@ -162,6 +169,12 @@ class OpenAIChatPipe(ProviderPipe):
     def _detect_start_in_reasoning(self, model: str) -> bool:
         return starts_in_reasoning(model)
 
+    def needs_api_key(self) -> bool:
+        """A key, except on the httpx transport to a server of one's own (vLLM, llama.cpp)."""
+        if self.transport == "httpx" and self.base_url not in (None, self.default_base_url):
+            return False
+        return super().needs_api_key()
+
     def _auto_send_reasoning(self, message: Mapping[str, Any]) -> bool:
         model = (self.model or "").lower()
         if "kimi" in model:
@@ -206,7 +219,7 @@ class OpenAIChatPipe(ProviderPipe):
 
     def _message(self, turn: HistoryTurn) -> dict[str, Any]:
         send = self.send_reasoning_back
-        if send is None and turn.reasoning:
+        if send is None and turn.reasoning is not None:
             send = self._auto_send_reasoning(turn.message)
         return request.message(
             turn, self, send_reasoning=bool(send), reasoning_field=self.reasoning_passback_field
@@ -285,6 +298,35 @@ class OpenAIChatPipe(ProviderPipe):
         stream = await client.chat.completions.create(**request.sdk_arguments(body, self.timeout))
         return asdk_source(stream)
 
+    # ----------------------------------------------------------------------------- one-shot
+
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """One non-streaming request (no ``stream``, no ``stream_options``); the completion."""
+        body = request.oneshot_body(self.build_request(prompt))
+        if self.transport == "httpx":
+            return post_json(
+                client,
+                self._url(client),
+                body=body,
+                headers=self._headers(),
+                provider=self.provider or self.name,
+            )
+        return client.chat.completions.create(**request.oneshot_sdk_arguments(body, self.timeout))
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        body = request.oneshot_body(self.build_request(prompt))
+        if self.transport == "httpx":
+            return await apost_json(
+                client,
+                self._url(client),
+                body=body,
+                headers=self._headers(),
+                provider=self.provider or self.name,
+            )
+        arguments = request.oneshot_sdk_arguments(body, self.timeout)
+        return await client.chat.completions.create(**arguments)
+
     # ------------------------------------------------------------------------------- errors
 
 
@@ -315,6 +357,8 @@ SPEC = ProviderSpec(
     base_url_env="OPENAI_BASE_URL",
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("openai_chat_reasoning_content", "deepseek-reasoner", _demo_pipe),
 )
 """OpenAI Chat Completions and the servers that speak it."""

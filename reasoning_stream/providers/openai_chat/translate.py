@@ -228,6 +228,34 @@ class OpenAIChatTranslator:
             events.append(UsageReport(_usage(usage)))
         return events
 
+    def read_response(self, response: Any) -> list[Event]:
+        """The events of one non-streaming ``chat.completion`` (SDK object or JSON dict).
+
+        Each choice's ``message`` is read as one delta carrying the whole message, then the
+        stream's end: the same reading as a stream of that answer, so reasoning, inline
+        tags, ``reasoning_details`` states, tool calls (a new id is a new call) and usage
+        come out the same, one event per reasoning or text part.
+
+        >>> t = OpenAIChatTranslator(provider="openai-chat", model="m")
+        >>> t.read_response({"id": "c1", "choices": [{"index": 0, "finish_reason": "stop",
+        ...     "message": {"role": "assistant", "reasoning_content": "hm", "content": "hi"}}]})
+        [ReasoningDelta(text='hm'), TextDelta(text='hi'), Finish(reason='stop')]
+        """
+        chunk: dict[str, Any] = {
+            "id": field_of(response, "id"),
+            "error": field_of(response, "error"),
+            "choices": [
+                {
+                    "index": field_of(choice, "index"),
+                    "delta": field_of(choice, "message"),
+                    "finish_reason": field_of(choice, "finish_reason"),
+                }
+                for choice in field_of(response, "choices") or ()
+            ],
+            "usage": field_of(response, "usage"),
+        }
+        return self.feed(chunk) + self.finish()
+
     def finish(self) -> list[Event]:
         """End of stream: release the scanner, emit pending tool calls and opaque state."""
         events: list[Event] = self.salvage()

@@ -21,6 +21,7 @@ from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import build_error
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
@@ -91,6 +92,9 @@ class OpenAIResponsesPipe(ProviderPipe):
     secret_env = ("OPENAI_API_KEY",)
     extra = "openai"
     sync_client_hint: ClassVar[str] = "a sync openai.OpenAI client"
+    sdk: ClassVar[str | None] = "openai"
+    client_methods: ClassVar[tuple[str, ...]] = ("responses.create",)
+    client_hint: ClassVar[str] = "an openai.OpenAI or openai.AsyncOpenAI client"
 
     def __init__(
         self,
@@ -313,6 +317,33 @@ class OpenAIResponsesPipe(ProviderPipe):
             "decode": _decode,
         }
 
+    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """``responses.create()`` without ``stream`` with the sync client; the ``Response``.
+
+        With ``transport="httpx"``, the same body POSTed with httpx; the response as a dict.
+        """
+        if self.transport == "httpx":
+            return post_json(client, **self._lean_oneshot(client, prompt))
+        body = self.build_request(prompt)
+        body.pop("stream", None)
+        create = client.responses.create
+        return create(**request.sdk_arguments(create, body))
+
+    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
+        """Async twin of :meth:`create_response`."""
+        if self.transport == "httpx":
+            return await apost_json(client, **self._lean_oneshot(client, prompt))
+        body = self.build_request(prompt)
+        body.pop("stream", None)
+        create = client.responses.create
+        return await create(**request.sdk_arguments(create, body))
+
+    def _lean_oneshot(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
+        arguments = self._lean_request(client, prompt)
+        arguments["body"].pop("stream", None)
+        del arguments["decode"]
+        return arguments
+
 
 def _decode(provider: str, data: str) -> Any:
     """One event of the lean transport; one with an ``error`` object raises, as in the SDK."""
@@ -356,6 +387,8 @@ SPEC = ProviderSpec(
     base_url_env="OPENAI_BASE_URL",
     passback=_passback,
     effort=PLANNER,
+    preflight=request.preflight,
+    repair=request.repair,
     demo=Demo("openai_responses_summary", "o4-mini", _demo_pipe),
 )
 """The OpenAI Responses API."""

@@ -11,13 +11,17 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..._events import ReasoningState
+from ..._history import HistoryTurn
+from ..._preflight import PassbackProblem, PreflightTurn
 from .translate import ENCRYPTED_KIND, text_of
 
-__all__ = ["reasoning_input_item", "sdk_arguments"]
+__all__ = ["preflight", "reasoning_input_item", "repair", "sdk_arguments"]
 
 _SDK_ONLY_PARAMETERS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 """Keyword arguments of the SDK's create() that are not JSON body fields."""
@@ -145,3 +149,69 @@ def tool_output(content: Any) -> Any:
     if isinstance(content, Sequence):
         return input_content(content)
     return json.dumps(content, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------------ preflight
+
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5|codex|gpt-oss|computer-use)", re.IGNORECASE)
+
+
+def _reasons(pipe: Any) -> bool:
+    model = str(getattr(pipe, "model", "") or "").rsplit("/", 1)[-1]
+    return getattr(pipe, "reasoning", None) not in (None, False) or bool(
+        _REASONING_MODEL.match(model)
+    )
+
+
+def _stateless_item(turn: HistoryTurn) -> bool:
+    """Whether the turn carries a reasoning item a ``store=False`` request can send."""
+    for state in turn.states:
+        item = reasoning_input_item(state)
+        if item is not None and "encrypted_content" in item:
+            return True
+    return False
+
+
+def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem]:
+    """``store=False`` with a reasoning model: a tool-loop turn whose reasoning item is gone.
+
+    Stateless requests cannot refer to stored items: a function call goes back with its
+    reasoning item (``encrypted_content``), or the API refuses the call's item id and the
+    model continues without its reasoning
+    (https://platform.openai.com/docs/guides/reasoning#encrypted-reasoning-items).
+    """
+    if getattr(pipe, "store", None) is not False or not _reasons(pipe):
+        return []
+    return [
+        PassbackProblem(
+            checked.index,
+            "reasoning_item_missing",
+            "under store=False this tool-call turn has no reasoning item with "
+            "encrypted_content to send (edited, compacted, made by another model, or made "
+            "without store=False). Keep the turn as a store=False run produced it, or "
+            "repair (its items go without ids and without reasoning)",
+        )
+        for checked in turns
+        if checked.in_tool_loop and checked.calls_tools and not _stateless_item(checked.turn)
+    ]
+
+
+def repair(pipe: Any, turns: Sequence[PreflightTurn]) -> tuple[list[HistoryTurn], list[str]]:
+    """Drop what cannot be sent statelessly: the turn's items go without ids."""
+    repaired: list[HistoryTurn] = []
+    dropped: list[str] = []
+    for checked in turns:
+        turn = checked.turn
+        if checked.in_tool_loop and checked.calls_tools and not _stateless_item(turn):
+            turn = replace(turn, states=())
+            dropped.append(str(checked.index))
+        repaired.append(turn)
+    notes = (
+        [
+            f"Responses (store=False): messages {', '.join(dropped)} go without their "
+            "reasoning item and without item ids"
+        ]
+        if dropped
+        else []
+    )
+    return repaired, notes

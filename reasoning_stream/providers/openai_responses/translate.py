@@ -176,6 +176,32 @@ class OpenAIResponsesTranslator:
         events += self._pending_calls()
         return events
 
+    def read_response(self, response: Any) -> list[Event]:
+        """The events of one non-streaming ``Response`` (the SDK's object or its JSON).
+
+        Read as the stream of that response: each output item as its
+        ``response.output_item.done`` (reasoning parts one segment each, message text, function
+        calls), then the response's ending (``completed``, ``incomplete`` or ``failed``, which
+        raises). Reasoning items become the same states, followers included.
+
+        >>> t = OpenAIResponsesTranslator(model="m")
+        >>> t.read_response({"id": "resp_1", "status": "completed", "output": [
+        ...     {"type": "message", "id": "msg_1", "content": [{"type": "output_text",
+        ...      "text": "Hi"}]}]})
+        [TextDelta(text='Hi'), Finish(reason='stop')]
+        """
+        status = field_of(response, "status")
+        if status == "failed":
+            return self.feed({"type": "response.failed", "response": response})
+        events = self._on_response({"response": response})
+        for index, item in enumerate(field_of(response, "output") or ()):
+            events += self.feed(
+                {"type": "response.output_item.done", "output_index": index, "item": item}
+            )
+        ending = "response.incomplete" if status == "incomplete" else "response.completed"
+        events += self.feed({"type": ending, "response": response})
+        return events + self.finish()
+
     def abort(self) -> list[Event]:
         """End of a broken stream: the reasoning items already complete, nothing guessed."""
         return self._release_states()

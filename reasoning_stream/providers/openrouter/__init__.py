@@ -105,6 +105,10 @@ class OpenRouterPipe(OpenAIChatPipe):
         # starts inside reasoning would only come from reasoning excluded upstream.
         return False
 
+    def needs_api_key(self) -> bool:
+        """Always: OpenRouter (or a proxy in front of it) refuses a request without a key."""
+        return True
+
     def _auto_send_reasoning(self, message: Mapping[str, Any]) -> bool:
         # reasoning_details states are OpenRouter's way back; the readable text is redundant.
         return False

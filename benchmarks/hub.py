@@ -1,0 +1,277 @@
+"""The hub under load: ``python -m benchmarks.hub`` (needs ``redis-server`` on the PATH).
+
+1. CPU per chunk of a publishing run (``hub.run``) against the same run with one plain
+   streaming callback, for MemoryHub and RedisHub (the Redis figure includes the writer
+   thread: ``time.process_time`` counts every thread of the process).
+2. 100 concurrent streams over Redis, each followed by 3 readers living in 2 other
+   processes: bytes lost or repeated, cross-talk, and the latency each chunk gains from the
+   publishing callback to a reader (p50, p99). MemoryHub's latency is measured in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from typing import Any
+
+import anyio
+
+from reasoning_stream import ReasoningDelta, TextDelta
+from reasoning_stream.hub import Hub, MemoryHub, RedisHub
+from reasoning_stream.testing import ScriptedPipe
+
+from ._timing import measure
+
+CPU_EVENTS = 20_000
+STREAMS = 100
+READERS_PER_STREAM = 3
+READER_PROCESSES = 2
+CHUNKS_PER_STREAM = 100
+CHUNK_INTERVAL = 0.01
+
+
+def cpu_script() -> list[Any]:
+    half = CPU_EVENTS // 2
+    return [ReasoningDelta(f"r{i % 10} ") for i in range(half)] + [
+        TextDelta(f"t{i % 10} ") for i in range(CPU_EVENTS - half)
+    ]
+
+
+def cpu_rows(label: str, make_pipe: Any, units: int, redis_url: str) -> dict[str, float]:
+    """CPU per chunk of a run with one plain callback, and of the same run through each hub."""
+    sink: list[str] = []
+
+    def plain() -> None:
+        sink.clear()
+        make_pipe().set_streaming_callback(sink.append).run(PROMPT)
+
+    memory = MemoryHub(ttl=0)
+    redis_hub = RedisHub(redis_url, ttl=5)
+
+    def published(hub: Hub) -> None:
+        hub.run(uuid.uuid4().hex, make_pipe(), PROMPT)
+
+    floor = measure(plain, repeat=5)
+    timings = {
+        "MemoryHub.run": measure(lambda: published(memory), repeat=5),
+        "RedisHub.run": measure(lambda: published(redis_hub), repeat=5),
+    }
+    redis_hub.close()
+    figures = {}
+    per_chunk = floor.cpu / units * 1e6
+    print(f"| {label}: `pipe.run`, one plain callback | {per_chunk:.2f} us | 1.00x |")
+    for name, timing in timings.items():
+        figures[name] = ratio = timing.cpu / floor.cpu
+        print(f"| {label}: `{name}` | {timing.cpu / units * 1e6:.2f} us | {ratio:.2f}x |")
+    return figures
+
+
+PROMPT = "p"
+
+
+def cpu_table(redis_url: str) -> None:
+    from reasoning_stream.providers import OpenAIChatPipe
+
+    from .bench_providers import MODEL, loopback, route
+
+    items = cpu_script()
+    print("CPU per channel chunk of the publishing run (the Redis rows include the writer thread)")
+    print("| run | CPU/chunk | ratio to a plain callback |")
+    print("|---|---|---|")
+    cpu_rows("ScriptedPipe (no provider)", lambda: ScriptedPipe(items), CPU_EVENTS, redis_url)
+    import httpx
+
+    chunks = 20_000
+    with loopback([chunks]) as base, httpx.Client() as http:
+        url = base + route("A", chunks)
+
+        def provider_pipe() -> OpenAIChatPipe:
+            return OpenAIChatPipe(
+                MODEL, transport="httpx", base_url=url, api_key="k", http_client=http
+            )
+
+        cpu_rows("OpenAIChatPipe httpx, loopback SSE", provider_pipe, chunks, redis_url)
+    print()
+
+
+# ------------------------------------------------------------------------ fan-out over Redis
+
+
+def stream_script(n: int) -> list[Any]:
+    items: list[Any] = []
+    for k in range(CHUNKS_PER_STREAM):
+        items.append(CHUNK_INTERVAL)
+        event = ReasoningDelta if k < CHUNKS_PER_STREAM // 2 else TextDelta
+        items.append(event(f"[s{n}:{k}]"))
+    return items
+
+
+async def read_streams(redis_url: str, stream_ids: list[str], out: str) -> None:
+    """A reader process: one subscriber per id; record chunks and their arrival times."""
+    hub = RedisHub(redis_url)
+    results: list[dict[str, Any]] = []
+
+    async def reader(stream_id: str) -> None:
+        chunks: list[str] = []
+        arrivals: list[float] = []
+        async for entry in hub.subscribe(stream_id, timeout=60):
+            if entry.chunk:
+                chunks.append(entry.chunk)
+                arrivals.append(time.time())
+        results.append({"stream_id": stream_id, "chunks": chunks, "arrivals": arrivals})
+
+    async with anyio.create_task_group() as group:
+        for stream_id in stream_ids:
+            group.start_soon(reader, stream_id)
+        print("ready", flush=True)
+    with open(out, "w") as file:
+        json.dump(results, file)
+    hub.close()
+
+
+async def publish(hub: Hub, stream_ids: list[str]) -> dict[str, tuple[list[str], list[float]]]:
+    published: dict[str, tuple[list[str], list[float]]] = {}
+
+    async def one(n: int, stream_id: str) -> None:
+        chunks: list[str] = []
+        times: list[float] = []
+
+        def record(chunk: str) -> None:
+            chunks.append(chunk)
+            times.append(time.time())
+
+        pipe = ScriptedPipe(stream_script(n)).set_streaming_callback(record)
+        await hub.arun(stream_id, pipe, "go")
+        published[stream_id] = (chunks, times)
+
+    async with anyio.create_task_group() as group:
+        for n, stream_id in enumerate(stream_ids):
+            group.start_soon(one, n, stream_id)
+    return published
+
+
+def check(
+    stream_ids: list[str],
+    published: dict[str, tuple[list[str], list[float]]],
+    readers: list[dict[str, Any]],
+) -> dict[str, Any]:
+    order = {stream_id: n for n, stream_id in enumerate(stream_ids)}
+    lost_or_repeated = 0
+    cross_talk = 0
+    latencies: list[float] = []
+    for reader in readers:
+        stream_id = reader["stream_id"]
+        chunks, times = published[stream_id]
+        expected, got = "".join(chunks), "".join(reader["chunks"])
+        if got != expected:
+            lost_or_repeated += abs(len(expected) - len(got)) or 1
+        own = f"[s{order[stream_id]}:"
+        cross_talk += sum(
+            1 for c in reader["chunks"] if c.startswith("[s") and not c.startswith(own)
+        )
+        if reader["chunks"] == chunks:
+            latencies += [a - p for a, p in zip(reader["arrivals"], times, strict=True)]
+    latencies.sort()
+    return {
+        "readers": len(readers),
+        "lost_or_repeated_bytes": lost_or_repeated,
+        "cross_talk_chunks": cross_talk,
+        "chunks_measured": len(latencies),
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
+    }
+
+
+def fan_out_redis(redis_url: str) -> dict[str, Any]:
+    stream_ids = [f"bench-{uuid.uuid4().hex}" for _ in range(STREAMS)]
+    subscriptions = [sid for sid in stream_ids for _ in range(READERS_PER_STREAM)]
+    shares = [subscriptions[i::READER_PROCESSES] for i in range(READER_PROCESSES)]
+    workdir = tempfile.mkdtemp(prefix="hub-bench-")
+    processes = []
+    for i, share in enumerate(shares):
+        out = os.path.join(workdir, f"reader-{i}.json")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.hub", "--reader", redis_url, out, *share],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        processes.append((process, out))
+    for process, _ in processes:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready"
+    time.sleep(2.0)  # every subscriber is waiting on its stream
+    hub = RedisHub(redis_url)
+    published = anyio.run(publish, hub, stream_ids)
+    hub.close()
+    readers: list[dict[str, Any]] = []
+    for process, out in processes:
+        process.wait(120)
+        with open(out) as file:
+            readers += json.load(file)
+    return check(stream_ids, published, readers)
+
+
+def fan_out_memory() -> dict[str, Any]:
+    hub = MemoryHub()
+    stream_ids = [f"bench-{uuid.uuid4().hex}" for _ in range(STREAMS)]
+    readers: list[dict[str, Any]] = []
+
+    async def reader(stream_id: str) -> None:
+        chunks: list[str] = []
+        arrivals: list[float] = []
+        async for entry in hub.subscribe(stream_id, timeout=60):
+            if entry.chunk:
+                chunks.append(entry.chunk)
+                arrivals.append(time.time())
+        readers.append({"stream_id": stream_id, "chunks": chunks, "arrivals": arrivals})
+
+    async def main() -> dict[str, tuple[list[str], list[float]]]:
+        async with anyio.create_task_group() as group:
+            for stream_id in stream_ids:
+                for _ in range(READERS_PER_STREAM):
+                    group.start_soon(reader, stream_id)
+            await anyio.sleep(0.1)
+            return await publish(hub, stream_ids)
+
+    published = anyio.run(main)
+    return check(stream_ids, published, readers)
+
+
+def main() -> None:
+    from tests.redis_server import RedisServer
+
+    server = RedisServer().start()
+    try:
+        print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
+        cpu_table(server.url)
+        print(
+            f"Fan-out: {STREAMS} concurrent streams x {CHUNKS_PER_STREAM} chunks, "
+            f"{READERS_PER_STREAM} readers each"
+        )
+        print("| hub | readers | bytes lost or repeated | cross-talk | p50 added latency | p99 |")
+        print("|---|---|---|---|---|---|")
+        for label, figures in (
+            (f"RedisHub, readers in {READER_PROCESSES} other processes", fan_out_redis(server.url)),
+            ("MemoryHub, readers in-process", fan_out_memory()),
+        ):
+            print(
+                f"| {label} | {figures['readers']} | {figures['lost_or_repeated_bytes']} | "
+                f"{figures['cross_talk_chunks']} | {figures['p50_ms']:.2f} ms | "
+                f"{figures['p99_ms']:.2f} ms |"
+            )
+        print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    finally:
+        server.cleanup()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--reader":
+        anyio.run(read_streams, sys.argv[2], sys.argv[4:], sys.argv[3])
+    else:
+        main()

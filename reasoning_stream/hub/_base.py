@@ -1,0 +1,253 @@
+"""What every hub shares: the errors, and ``run`` / ``arun`` written once over a sink.
+
+A hub publishes a run through two callbacks it attaches for that run only: a streaming
+callback (channel chunks) and an event callback (typed events). Both hand their item to the
+run's *sink*, which never blocks and never raises: publishing to the outside world (a list
+under a lock, or a Redis writer thread) cannot slow the model stream or break it. When the run
+ends, whatever the way, the sink writes exactly one final entry with the run's status.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeAlias, overload
+
+import anyio
+
+from .._events import Event
+from .._exceptions import ReasoningStreamError
+from .._pipe import Pipe, PipeResult, Prompt, Status
+from .._pipeline import Pipeline, PipelineResult
+
+if TYPE_CHECKING:
+    from ._entry import Entry
+
+__all__ = [
+    "Hub",
+    "HubError",
+    "InvalidEntryIdError",
+    "PublishError",
+    "Runnable",
+    "StreamExpiredError",
+    "StreamNotFoundError",
+]
+
+Runnable: TypeAlias = Pipe | Pipeline
+"""What a hub runs: one pipe, or a pipeline (one channel for all its pipes)."""
+
+_CLOSING_TIMEOUT = 10.0
+"""Seconds a cancelled ``arun`` may still spend writing its final entry."""
+
+
+class HubError(ReasoningStreamError):
+    """A hub could not do what was asked; the subclasses say what."""
+
+
+class StreamNotFoundError(HubError, LookupError):
+    """No stream with that id appeared within the reader's ``timeout=``."""
+
+
+class StreamExpiredError(HubError, LookupError):
+    """``after=`` names an entry that retention trimmed, of a stream that may have expired."""
+
+
+class InvalidEntryIdError(HubError, ValueError):
+    """``after=`` is not an entry id this hub could have written for that stream."""
+
+
+class PublishError(HubError):
+    """The run finished, but the hub could not publish all of it.
+
+    ``result`` holds the run's result, as for every error a run raises; ``unpublished``
+    counts the entries that readers will not see (the final entry included when it is one of
+    them).
+    """
+
+    def __init__(self, message: str, *, unpublished: int) -> None:
+        super().__init__(message)
+        self.unpublished = unpublished
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """Why some entries of a run were not published, and how many."""
+
+    message: str
+    unpublished: int
+
+
+class _Sink(Protocol):
+    """One run's writer: the two callbacks never block or raise; ``finish`` ends the stream.
+
+    ``put_event`` drops opaque state and notes whether answer text was seen (``saw_text``).
+    """
+
+    saw_text: bool
+
+    def put_chunk(self, chunk: str) -> None: ...
+
+    def put_event(self, event: Event) -> None: ...
+
+    def finish(self, status: Status) -> _Failure | None:
+        """Write the final entry; say what was not published, if anything."""
+        ...
+
+
+class _Attachment:
+    """The two callbacks a run gets, bound once so that removing them finds the same objects."""
+
+    __slots__ = ("on_chunk", "on_event", "runnable")
+
+    def __init__(self, runnable: Runnable, sink: _Sink) -> None:
+        self.runnable = runnable
+        self.on_chunk = sink.put_chunk
+        self.on_event = sink.put_event
+        runnable.set_streaming_callback(self.on_chunk)
+        runnable.set_event_callback(self.on_event)
+
+    def detach(self) -> None:
+        runnable = self.runnable
+        runnable.remove_streaming_callback(self.on_chunk)
+        pipes = runnable.pipes if isinstance(runnable, Pipeline) else (runnable,)
+        for pipe in pipes:
+            pipe.remove_event_callback(self.on_event)
+
+
+class Hub:
+    """Base of the hubs: an append-only log of each run's channel, readable from anywhere.
+
+    Subclasses provide the storage (``_open``, ``read``, ``subscribe``); running is shared.
+    """
+
+    maxlen: int
+    ttl: float | None
+
+    # ------------------------------------------------------------------ storage (subclasses)
+
+    def _open(self, stream_id: str) -> _Sink:
+        raise NotImplementedError
+
+    async def _aopen(self, stream_id: str) -> _Sink:
+        return self._open(stream_id)
+
+    async def _afinish(self, sink: _Sink, status: Status) -> _Failure | None:
+        return sink.finish(status)
+
+    def read(self, stream_id: str, after: str | None = None) -> list[Entry]:
+        """The entries of ``stream_id`` there now (past ``after``), without waiting."""
+        raise NotImplementedError
+
+    def subscribe(
+        self, stream_id: str, after: str | None = None, timeout: float | None = None
+    ) -> AsyncIterator[Entry]:
+        """Replay the entries past ``after``, then follow live until the final entry."""
+        raise NotImplementedError
+
+    def check_entry_id(self, entry_id: str) -> None:
+        """Raise :class:`InvalidEntryIdError` unless ``entry_id`` has this hub's id shape."""
+        raise NotImplementedError
+
+    # --------------------------------------------------------------------------- running
+
+    @overload
+    def run(self, stream_id: str, runnable: Pipe, prompt: Prompt) -> PipeResult: ...
+    @overload
+    def run(self, stream_id: str, runnable: Pipeline, prompt: Prompt) -> PipelineResult: ...
+    def run(
+        self, stream_id: str, runnable: Runnable, prompt: Prompt
+    ) -> PipeResult | PipelineResult:
+        """Run a pipe or pipeline synchronously, publishing its channel as ``stream_id``.
+
+        Returns the run's result (a ``PipeResult``, or a ``PipelineResult`` for a pipeline).
+        Raises ``UsageError`` when ``stream_id`` exists already; the run's own errors come
+        through unchanged after the final entry is written; when the run succeeded but the hub
+        could not publish everything, :class:`PublishError` carries the result as ``.result``.
+        """
+        _check_stream_id(stream_id)
+        sink = self._open(stream_id)
+        before = runnable.last_result
+        attachment = _Attachment(runnable, sink)
+        try:
+            result: PipeResult | PipelineResult = runnable.run(prompt)
+        except BaseException as error:
+            attachment.detach()
+            failure = sink.finish(_status_after(runnable, before, error, sink))
+            _note_failure(error, failure)
+            raise
+        attachment.detach()
+        return _conclude(sink.finish(result.status), result)
+
+    @overload
+    async def arun(self, stream_id: str, runnable: Pipe, prompt: Prompt) -> PipeResult: ...
+    @overload
+    async def arun(self, stream_id: str, runnable: Pipeline, prompt: Prompt) -> PipelineResult: ...
+    async def arun(
+        self, stream_id: str, runnable: Runnable, prompt: Prompt
+    ) -> PipeResult | PipelineResult:
+        """Run a pipe or pipeline on the running event loop (asyncio or trio), publishing it.
+
+        As :meth:`run`. A cancelled run still writes its final entry (with the cancelled
+        status) before the cancellation goes on.
+        """
+        _check_stream_id(stream_id)
+        sink = await self._aopen(stream_id)
+        before = runnable.last_result
+        attachment = _Attachment(runnable, sink)
+        try:
+            result: PipeResult | PipelineResult = await runnable.arun(prompt)
+        except BaseException as error:
+            attachment.detach()
+            status = _status_after(runnable, before, error, sink)
+            failure: _Failure | None = _Failure(
+                f"the final entry of stream {stream_id!r} was not written in time", 1
+            )
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSING_TIMEOUT):
+                failure = await self._afinish(sink, status)
+            _note_failure(error, failure)
+            raise
+        attachment.detach()
+        return _conclude(await self._afinish(sink, result.status), result)
+
+
+_STREAM_ID = re.compile(r"[^\x00-\x20\x7f/]{1,200}")
+
+
+def _check_stream_id(stream_id: str) -> None:
+    from .._exceptions import UsageError
+
+    if not isinstance(stream_id, str) or not _STREAM_ID.fullmatch(stream_id):
+        raise UsageError(
+            f"stream_id must be 1 to 200 printable characters without spaces or '/', "
+            f"got {stream_id!r}"
+        )
+
+
+def _status_after(runnable: Runnable, before: object, error: BaseException, sink: _Sink) -> Status:
+    """The status of a run that raised: from its result when it left one, else from the error."""
+    captured = getattr(error, "result", None)
+    if isinstance(captured, PipeResult):
+        return captured.status
+    last = runnable.last_result
+    if last is not None and last is not before:
+        return last.status
+    if isinstance(error, Exception):
+        return "error"
+    return "cancelled_after_partial_answer" if sink.saw_text else "cancelled_before_answer"
+
+
+def _note_failure(error: BaseException, failure: _Failure | None) -> None:
+    if failure is not None:
+        error.add_note(f"reasoning_stream.hub: {failure.message}")
+
+
+def _conclude(
+    failure: _Failure | None, result: PipeResult | PipelineResult
+) -> PipeResult | PipelineResult:
+    if failure is None:
+        return result
+    error = PublishError(failure.message, unpublished=failure.unpublished)
+    error.result = result if isinstance(result, PipeResult) else result.results[-1]
+    error.pipeline_result = result if isinstance(result, PipelineResult) else None  # type: ignore[attr-defined]
+    raise error

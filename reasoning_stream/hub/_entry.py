@@ -1,0 +1,86 @@
+"""One entry of a hub stream, and the JSON shape its event travels in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .._events import (
+    Event,
+    Finish,
+    OpaqueState,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    TextDelta,
+    ToolCall,
+    Usage,
+    UsageReport,
+)
+from .._pipe import Status
+
+__all__ = ["Entry", "event_from_dict", "event_to_dict"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry of a run's log: a channel chunk, a typed event, or both; or the final entry.
+
+    ``id`` is opaque: pass it back as ``after=`` to resume right past this entry.
+    """
+
+    id: str
+    chunk: str = ""
+    """Channel text (markers and escapes included); ``""`` when the entry carries none."""
+    event: Event | None = None
+    """A typed event as an event callback saw it; never opaque provider state."""
+    final: bool = False
+    """The run's last entry; ``status`` then holds how the run ended."""
+    status: Status | None = None
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """A typed event as a JSON-safe dict, ``kind`` first. Opaque state has no shape here."""
+    kind = type(event)
+    data: dict[str, Any] = {"kind": event.kind}
+    if kind is ReasoningDelta or kind is TextDelta:
+        data["text"] = event.text  # type: ignore[union-attr]
+    elif isinstance(event, Finish):
+        data["reason"] = event.reason
+    elif isinstance(event, ToolCall):
+        data.update(id=event.id, name=event.name, arguments=event.arguments)
+    elif isinstance(event, UsageReport):
+        usage = event.usage
+        data["usage"] = {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "reasoning_tokens": usage.reasoning_tokens,
+        }
+    elif isinstance(event, OpaqueState):
+        raise ValueError("opaque provider state is never published")
+    elif not isinstance(event, ReasoningStart | ReasoningEnd):
+        raise ValueError(f"cannot publish event {type(event).__name__}")
+    if event.source is not None:
+        data["source"] = event.source
+    return data
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Rebuild an event written by :func:`event_to_dict`."""
+    kind = data["kind"]
+    source = data.get("source")
+    if kind == "reasoning_delta":
+        return ReasoningDelta(data["text"], source=source)
+    if kind == "text_delta":
+        return TextDelta(data["text"], source=source)
+    if kind == "reasoning_start":
+        return ReasoningStart(source=source)
+    if kind == "reasoning_end":
+        return ReasoningEnd(source=source)
+    if kind == "finish":
+        return Finish(data["reason"], source=source)
+    if kind == "tool_call":
+        return ToolCall(data["id"], data["name"], data["arguments"], source=source)
+    if kind == "usage":
+        return UsageReport(Usage(**data["usage"]), source=source)
+    raise ValueError(f"unknown event kind {kind!r}")

@@ -1,0 +1,172 @@
+"""One reader thread per ``RedisHub`` follows every subscribed stream with one ``XREAD BLOCK``.
+
+Subscribers on any event loop (asyncio or trio, any thread) register a position per stream;
+the thread reads all followed streams in one blocking call on its own connection, appends the
+new entries to each subscriber's buffer and wakes it on its own loop. Three hundred readers in
+a process cost one ``XREAD`` per batch of writes, not three hundred. A subscriber that joins
+interrupts the blocking read (``CLIENT UNBLOCK``) so it is followed at once; the thread never
+waits on a subscriber, so a slow or crashed reader costs nobody anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from ._entry import Entry
+
+__all__ = ["BLOCK_MS", "Follower", "Subscription"]
+
+BLOCK_MS = 1000
+"""Longest single ``XREAD BLOCK`` wait."""
+_COUNT = 1000
+
+
+def seq(entry_id: str) -> int:
+    """The entry number in a ``0-<n>`` id."""
+    return int(entry_id.partition("-")[2])
+
+
+class Subscription:
+    """One subscriber's view: entries past ``position``, buffered until its task takes them."""
+
+    __slots__ = ("buffer", "error", "key", "position", "wake")
+
+    def __init__(self, key: str, position: int) -> None:
+        self.key = key
+        self.position = position
+        self.buffer: deque[tuple[int, list[Entry]]] = deque()
+        self.error: BaseException | None = None
+        self.wake: Callable[[], None] | None = None
+
+    def deliver(self, read_from: int, entries: list[Entry]) -> None:
+        """Called by the reader thread: ``entries`` follow entry ``read_from`` in the stream.
+
+        The buffer is a deque of batches, so this is thread-safe without a lock.
+        """
+        self.buffer.append((read_from, entries))
+        wake = self.wake
+        if wake is not None:
+            wake()
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        wake = self.wake
+        if wake is not None:
+            wake()
+
+
+class Follower:
+    """The reader thread of one hub, started on the first subscription."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        control: Any,
+        decode: Callable[[str, dict[str, str]], Entry],
+        describe: str,
+    ) -> None:
+        self._connect = connect
+        self._control = control
+        self._decode = decode
+        self._describe = describe
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._follows: dict[str, tuple[int, list[Subscription]]] = {}
+        self._client_id: int | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def add(self, subscription: Subscription) -> None:
+        """Follow ``subscription.key`` from its position (re-reading is filtered per reader)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the hub is closed")
+            position, subscribers = self._follows.get(subscription.key, (None, []))
+            start = (
+                subscription.position if position is None else min(position, subscription.position)
+            )
+            self._follows[subscription.key] = (start, [*subscribers, subscription])
+            self._changed.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="reasoning-stream-redis-reader", daemon=True
+                )
+                self._thread.start()
+            client_id = self._client_id
+        if client_id is not None:
+            # On failure the thread still sees the new stream after its current wait.
+            with contextlib.suppress(Exception):
+                self._control.client_unblock(client_id)
+
+    def remove(self, subscription: Subscription) -> None:
+        with self._lock:
+            follow = self._follows.get(subscription.key)
+            if follow is None:
+                return
+            rest = [s for s in follow[1] if s is not subscription]
+            if rest:
+                self._follows[subscription.key] = (follow[0], rest)
+            else:
+                del self._follows[subscription.key]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._changed.notify()
+            thread, client_id = self._thread, self._client_id
+        if client_id is not None:
+            with contextlib.suppress(Exception):
+                self._control.client_unblock(client_id)
+        if thread is not None:
+            thread.join(5)
+
+    def _loop(self) -> None:
+        client = None
+        try:
+            while True:
+                with self._lock:
+                    while not self._follows and not self._closed:
+                        self._changed.wait()
+                    if self._closed:
+                        return
+                    asked = {key: position for key, (position, _) in self._follows.items()}
+                streams = {key: f"0-{position}" for key, position in asked.items()}
+                if client is None:
+                    client = self._connect()
+                    with self._lock:
+                        self._client_id = client.client_id()
+                response = client.xread(streams, count=_COUNT, block=BLOCK_MS)
+                for key, items in response or ():
+                    entries = [self._decode(entry_id, fields) for entry_id, fields in items]
+                    last = seq(entries[-1].id)
+                    with self._lock:
+                        follow = self._follows.get(key)
+                        if follow is None:
+                            continue
+                        position, subscribers = follow
+                        if position >= asked[key]:
+                            position = max(position, last)
+                        # else: a reader joined behind us during the read; read again from
+                        # its position next time (the others skip what they already have).
+                        self._follows[key] = (position, subscribers)
+                    for subscription in subscribers:
+                        subscription.deliver(asked[key], entries)
+        except Exception as error:
+            failure = ConnectionError(
+                f"Redis at {self._describe} failed while following streams "
+                f"({type(error).__name__}: {error})"
+            )
+            with self._lock:
+                follows, self._follows = self._follows, {}
+                self._thread = None
+                self._client_id = None
+            for _, subscribers in follows.values():
+                for subscription in subscribers:
+                    subscription.fail(failure)
+        finally:
+            if client is not None:
+                client.close()

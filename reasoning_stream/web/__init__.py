@@ -1,0 +1,27 @@
+"""Browsers: a hub's streams as server-sent events (``pip install 'reasoning-stream[web]'``).
+
+``create_app(hub)`` is a Starlette app serving ``GET /streams/{stream_id}?protocol=...`` in
+three protocols: ``channel`` (our entries), ``ag-ui`` (AG-UI events) and ``vercel-ui`` (the
+AI SDK UI message stream v1). Every event carries the id of the entry it came from, so a
+browser ``EventSource`` that reconnects with ``Last-Event-ID`` loses and repeats nothing.
+"""
+
+from ._app import create_app
+from ._protocols import (
+    PROTOCOLS,
+    AGUITranslator,
+    ChannelTranslator,
+    SSEEvent,
+    VercelUITranslator,
+    translator_for,
+)
+
+__all__ = [
+    "PROTOCOLS",
+    "AGUITranslator",
+    "ChannelTranslator",
+    "SSEEvent",
+    "VercelUITranslator",
+    "create_app",
+    "translator_for",
+]

@@ -1,0 +1,189 @@
+"""``create_app(hub)``: a Starlette app serving a hub's streams as server-sent events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from .._exceptions import UsageError
+from .._pipe import Prompt
+from ..hub import (
+    Hub,
+    InvalidEntryIdError,
+    Runnable,
+    StreamExpiredError,
+    StreamNotFoundError,
+)
+from ._protocols import PROTOCOLS, ProtocolName, SSEEvent, translator_for
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+__all__ = ["create_app"]
+
+Starter = Callable[[Prompt], Runnable]
+"""Builds the pipe or pipeline for a prompt posted to ``POST /streams/{stream_id}``."""
+
+
+def _import_starlette() -> None:
+    try:
+        import starlette  # noqa: F401
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "reasoning_stream.web needs Starlette: pip install 'reasoning-stream[web]'"
+        ) from error
+
+
+def create_app(
+    hub: Hub,
+    *,
+    timeout: float = 10.0,
+    start: Starter | None = None,
+    routes: list[Any] | None = None,
+    retry: float | None = 1.0,
+) -> Starlette:
+    """An ASGI app that serves ``GET /streams/{stream_id}`` from ``hub`` as SSE.
+
+    ``?protocol=channel`` (default), ``ag-ui`` or ``vercel-ui``. Every event carries ``id:``,
+    the entry it came from; ``Last-Event-ID`` (or ``?after=``; the header wins) resumes right
+    after that entry, so an ``EventSource`` that reconnects loses and repeats nothing. A
+    stream that does not exist within ``timeout`` seconds is a 404; a malformed id a 400; a
+    resume point that retention dropped a 410; nothing left after the final entry a 204
+    (which tells an ``EventSource`` to stop reconnecting).
+
+    With ``start``, a callable that builds a pipe or pipeline for a prompt, the app also takes
+    ``POST /streams/{stream_id}`` with ``{"prompt": "..."}`` and runs it through the hub in
+    the background (202; 409 when the stream exists). ``routes`` are added as they are.
+    ``retry`` (seconds) is sent as the SSE ``retry:`` field: how soon a browser reconnects.
+    """
+    _import_starlette()
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, PlainTextResponse, StreamingResponse
+    from starlette.routing import Route
+
+    runs: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as group:
+            runs["group"] = group
+            yield
+            group.cancel_scope.cancel()
+
+    async def stream(request: Request) -> Response:
+        stream_id = request.path_params["stream_id"]
+        protocol = request.query_params.get("protocol", "channel")
+        if protocol not in PROTOCOLS:
+            return PlainTextResponse(
+                f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}", 400
+            )
+        after = request.headers.get("last-event-id") or request.query_params.get("after") or None
+        try:
+            if after is not None:
+                hub.check_entry_id(after)
+            events = _events(hub, stream_id, protocol, after, timeout)
+            first = await _first(events)
+        except InvalidEntryIdError as error:
+            return PlainTextResponse(f"malformed or unknown Last-Event-ID: {error}", 400)
+        except StreamNotFoundError as error:
+            return PlainTextResponse(str(error), 404)
+        except StreamExpiredError as error:
+            return PlainTextResponse(str(error), 410)
+        if first is None:
+            return PlainTextResponse("", 204)
+        headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+        if protocol == "vercel-ui":
+            headers["x-vercel-ai-ui-message-stream"] = "v1"
+        prelude = b"" if retry is None else f"retry: {round(retry * 1000)}\n\n".encode()
+        return StreamingResponse(
+            _body(prelude, first, events), media_type="text/event-stream", headers=headers
+        )
+
+    async def post(request: Request) -> Response:
+        assert start is not None
+        stream_id = request.path_params["stream_id"]
+        try:
+            body = await request.json()
+            prompt = body["prompt"]
+        except (ValueError, KeyError, TypeError):
+            return PlainTextResponse('send JSON: {"prompt": "..."}', 400)
+        if await anyio.to_thread.run_sync(hub.read, stream_id):
+            return PlainTextResponse(f"stream {stream_id!r} exists; pick a new id", 409)
+        group = runs.get("group")
+        if group is None:
+            return PlainTextResponse("the app's lifespan is not running", 503)
+        runnable = start(prompt)
+
+        async def run() -> None:
+            try:
+                await hub.arun(stream_id, runnable, prompt)
+            except Exception:  # the run's end and status are in the stream's final entry
+                import logging
+
+                logging.getLogger("reasoning_stream").info(
+                    "run %r ended with an error", stream_id, exc_info=True
+                )
+
+        group.start_soon(run)
+        return JSONResponse({"stream_id": stream_id, "url": f"/streams/{stream_id}"}, 202)
+
+    route_list: list[Any] = [Route("/streams/{stream_id}", stream, methods=["GET"])]
+    if start is not None:
+        route_list.append(Route("/streams/{stream_id}", post, methods=["POST"]))
+    route_list += routes or []
+    return Starlette(routes=route_list, lifespan=lifespan)
+
+
+async def _events(
+    hub: Hub, stream_id: str, protocol: ProtocolName, after: str | None, timeout: float
+) -> AsyncIterator[list[SSEEvent]]:
+    """The SSE events of the stream past ``after``'s entry, following it live, per entry.
+
+    An entry's events go out in one write, so a connection that drops mid-stream has given
+    the browser either all of an entry's events or none (``Last-Event-ID`` counts on that).
+    """
+    translator = translator_for(protocol, stream_id)
+    if not translator.replays:
+        async for entry in hub.subscribe(stream_id, after=after, timeout=timeout):
+            events = translator.feed(entry)
+            if events:
+                yield events
+        return
+    # Stateful protocols are a function of the whole stream: replay it from the first entry
+    # and send only what comes after ``after`` (checked first: trimmed or unknown ids fail).
+    if after is not None:
+        await anyio.to_thread.run_sync(hub.read, stream_id, after)
+    skipping = after is not None
+    async for entry in hub.subscribe(stream_id, timeout=timeout):
+        events = translator.feed(entry)
+        if skipping:
+            skipping = entry.id != after
+            continue
+        if events:
+            yield events
+
+
+async def _first(events: AsyncIterator[list[SSEEvent]]) -> list[SSEEvent] | None:
+    try:
+        return await events.__anext__()
+    except StopAsyncIteration:
+        return None
+
+
+async def _body(
+    prelude: bytes, first: list[SSEEvent], events: AsyncIterator[list[SSEEvent]]
+) -> AsyncIterator[bytes]:
+    yield prelude + b"".join(event.encode() for event in first)
+    try:
+        async for group in events:
+            yield b"".join(event.encode() for event in group)
+    except (StreamExpiredError, UsageError):
+        # A reader that fell behind retention: end the response; the client's resume gets
+        # the 410 that says so.
+        return

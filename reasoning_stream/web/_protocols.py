@@ -1,0 +1,343 @@
+"""Entries into server-sent events, one translator per protocol: pure, no I/O, no framework.
+
+A translator is fed a stream's entries in order, from its first, and returns the SSE events
+each entry gives; every event carries the id of the entry it came from. Part and message ids
+are derived from entry ids (never from a counter), so replaying the same entries always gives
+the same events: a resumed response is the tail of the whole one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeAlias
+
+from .._events import (
+    Finish,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    TextDelta,
+    ToolCall,
+    Usage,
+    UsageReport,
+)
+from ..hub import Entry, event_to_dict
+
+__all__ = [
+    "PROTOCOLS",
+    "AGUITranslator",
+    "ChannelTranslator",
+    "ProtocolName",
+    "SSEEvent",
+    "Translator",
+    "VercelUITranslator",
+    "translator_for",
+]
+
+ProtocolName: TypeAlias = Literal["channel", "ag-ui", "vercel-ui"]
+PROTOCOLS: tuple[ProtocolName, ...] = ("channel", "ag-ui", "vercel-ui")
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One server-sent event: ``id`` is the entry it came from; ``event`` its SSE type."""
+
+    id: str
+    data: str
+    event: str | None = None
+
+    def encode(self) -> bytes:
+        """The event on the wire (``data`` never holds a line break: it is one JSON value)."""
+        head = f"id: {self.id}\n"
+        if self.event is not None:
+            head += f"event: {self.event}\n"
+        return f"{head}data: {self.data}\n\n".encode()
+
+
+class Translator(Protocol):
+    """Turns a stream's entries, fed in order from the first, into SSE events."""
+
+    replays: bool
+    """Whether the translator needs the stream from its first entry (it keeps state)."""
+
+    def feed(self, entry: Entry) -> list[SSEEvent]: ...
+
+
+def _json(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+class ChannelTranslator:
+    """``protocol=channel``: one event per entry, the entry as JSON; the final one is ``end``."""
+
+    replays = False
+
+    def feed(self, entry: Entry) -> list[SSEEvent]:
+        if entry.final:
+            return [SSEEvent(entry.id, _json({"chunk": "", "status": entry.status}), "end")]
+        data: dict[str, Any] = {"chunk": entry.chunk}
+        if entry.event is not None:
+            data.update(event_to_dict(entry.event))
+        return [SSEEvent(entry.id, _json(data))]
+
+
+class AGUITranslator:
+    """``protocol=ag-ui``: AG-UI events (wire names, camelCase fields) from the typed events.
+
+    ``RUN_STARTED`` comes with the first entry; each reasoning segment is ``REASONING_START``,
+    ``REASONING_MESSAGE_START``, ``REASONING_MESSAGE_CONTENT``..., ``REASONING_MESSAGE_END``,
+    ``REASONING_END``; answer text is a ``TEXT_MESSAGE_START`` / ``CONTENT`` / ``END`` message
+    (a new message after reasoning resumes or another pipe of a pipeline speaks); a tool call
+    is ``TOOL_CALL_START`` / ``ARGS`` / ``END``. The final entry closes what is open, then:
+
+    - ``completed`` and ``length``: ``RUN_FINISHED`` with ``outcome: {"type": "success"}``
+      (a length stop is a finished run whose answer was cut: ``result.status`` says
+      ``"length"``);
+    - ``cancelled_before_answer`` and ``cancelled_after_partial_answer``: ``RUN_FINISHED`` with
+      ``outcome: {"type": "cancelled"}`` and the status in ``result.status``;
+    - ``error``: ``RUN_ERROR`` with ``code: "error"``.
+
+    ``result`` also holds ``finishReason`` when the provider gave one; token usage, when
+    reported, is in ``usage``. No content event ever has an empty ``delta``.
+    """
+
+    replays = True
+
+    def __init__(self, stream_id: str) -> None:
+        self._stream_id = stream_id
+        self._started = False
+        self._reasoning: str | None = None
+        self._text: str | None = None
+        self._text_source: str | None = None
+        self._usage: Usage | None = None
+        self._finish_reason: str | None = None
+
+    def feed(self, entry: Entry) -> list[SSEEvent]:
+        out: list[dict[str, Any]] = []
+        if not self._started:
+            self._started = True
+            out.append(
+                {"type": "RUN_STARTED", "threadId": self._stream_id, "runId": self._stream_id}
+            )
+        event = entry.event
+        if isinstance(event, ReasoningStart):
+            self._close_text(out)
+            self._open_reasoning(out, entry.id)
+        elif isinstance(event, ReasoningDelta):
+            if self._reasoning is None:
+                self._close_text(out)
+                self._open_reasoning(out, entry.id)
+            if event.text:
+                out.append(
+                    {
+                        "type": "REASONING_MESSAGE_CONTENT",
+                        "messageId": self._reasoning,
+                        "delta": event.text,
+                    }
+                )
+        elif isinstance(event, ReasoningEnd):
+            self._close_reasoning(out)
+        elif isinstance(event, TextDelta):
+            self._close_reasoning(out)
+            if self._text is not None and event.source != self._text_source:
+                self._close_text(out)
+            if self._text is None:
+                self._text = f"text-{entry.id}"
+                self._text_source = event.source
+                out.append(
+                    {"type": "TEXT_MESSAGE_START", "messageId": self._text, "role": "assistant"}
+                )
+            if event.text:
+                out.append(
+                    {"type": "TEXT_MESSAGE_CONTENT", "messageId": self._text, "delta": event.text}
+                )
+        elif isinstance(event, ToolCall):
+            start: dict[str, Any] = {
+                "type": "TOOL_CALL_START",
+                "toolCallId": event.id,
+                "toolCallName": event.name,
+            }
+            if self._text is not None:
+                start["parentMessageId"] = self._text
+            out.append(start)
+            if event.arguments:
+                out.append(
+                    {"type": "TOOL_CALL_ARGS", "toolCallId": event.id, "delta": event.arguments}
+                )
+            out.append({"type": "TOOL_CALL_END", "toolCallId": event.id})
+        elif isinstance(event, UsageReport):
+            self._usage = event.usage if self._usage is None else self._usage.merged(event.usage)
+        elif isinstance(event, Finish):
+            self._finish_reason = event.reason
+        if entry.final:
+            self._close_reasoning(out)
+            self._close_text(out)
+            out.append(self._ending(entry.status or "completed"))
+        return [SSEEvent(entry.id, _json(item)) for item in out]
+
+    def _open_reasoning(self, out: list[dict[str, Any]], entry_id: str) -> None:
+        self._reasoning = message_id = f"reasoning-{entry_id}"
+        out.append({"type": "REASONING_START", "messageId": message_id})
+        out.append(
+            {"type": "REASONING_MESSAGE_START", "messageId": message_id, "role": "reasoning"}
+        )
+
+    def _close_reasoning(self, out: list[dict[str, Any]]) -> None:
+        if self._reasoning is not None:
+            out.append({"type": "REASONING_MESSAGE_END", "messageId": self._reasoning})
+            out.append({"type": "REASONING_END", "messageId": self._reasoning})
+            self._reasoning = None
+
+    def _close_text(self, out: list[dict[str, Any]]) -> None:
+        if self._text is not None:
+            out.append({"type": "TEXT_MESSAGE_END", "messageId": self._text})
+            self._text = None
+
+    def _ending(self, status: str) -> dict[str, Any]:
+        usage: list[dict[str, int]] = []
+        if self._usage is not None:
+            counts = {
+                "inputTokens": self._usage.input_tokens,
+                "outputTokens": self._usage.output_tokens,
+                "reasoningTokens": self._usage.reasoning_tokens,
+            }
+            usage.append({name: value for name, value in counts.items() if value is not None})
+        if status == "error":
+            ending: dict[str, Any] = {
+                "type": "RUN_ERROR",
+                "message": f"run {self._stream_id!r} ended with an error",
+                "code": "error",
+            }
+        else:
+            result: dict[str, Any] = {"status": status}
+            if self._finish_reason is not None:
+                result["finishReason"] = self._finish_reason
+            cancelled = status.startswith("cancelled")
+            ending = {
+                "type": "RUN_FINISHED",
+                "threadId": self._stream_id,
+                "runId": self._stream_id,
+                "outcome": {"type": "cancelled" if cancelled else "success"},
+                "result": result,
+            }
+        if usage:
+            ending["usage"] = usage
+        return ending
+
+
+_FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool-calls"}
+
+
+class VercelUITranslator:
+    """``protocol=vercel-ui``: the AI SDK UI message stream, version 1.
+
+    ``start``; per reasoning segment ``reasoning-start`` / ``-delta`` / ``-end``; answer text
+    as ``text-start`` / ``-delta`` / ``-end``; ``tool-input-available`` per tool call; then
+    ``finish`` (``finishReason`` ``stop``, ``length``, ``tool-calls`` or ``other`` for a
+    cancelled run, the status in ``messageMetadata``) or ``error``, and ``data: [DONE]``.
+    Part ids are ``reasoning-<entry id>`` and ``text-<entry id>``.
+    """
+
+    replays = True
+
+    def __init__(self, stream_id: str) -> None:
+        self._stream_id = stream_id
+        self._started = False
+        self._reasoning: str | None = None
+        self._text: str | None = None
+        self._text_source: str | None = None
+        self._finish_reason: str | None = None
+        self._tool_calls = False
+
+    def feed(self, entry: Entry) -> list[SSEEvent]:
+        out: list[dict[str, Any]] = []
+        if not self._started:
+            self._started = True
+            out.append({"type": "start", "messageId": self._stream_id})
+        event = entry.event
+        if isinstance(event, ReasoningStart):
+            self._close_text(out)
+            self._open_reasoning(out, entry.id)
+        elif isinstance(event, ReasoningDelta):
+            if self._reasoning is None:
+                self._close_text(out)
+                self._open_reasoning(out, entry.id)
+            if event.text:
+                out.append({"type": "reasoning-delta", "id": self._reasoning, "delta": event.text})
+        elif isinstance(event, ReasoningEnd):
+            self._close_reasoning(out)
+        elif isinstance(event, TextDelta):
+            self._close_reasoning(out)
+            if self._text is not None and event.source != self._text_source:
+                self._close_text(out)
+            if self._text is None:
+                self._text = f"text-{entry.id}"
+                self._text_source = event.source
+                out.append({"type": "text-start", "id": self._text})
+            if event.text:
+                out.append({"type": "text-delta", "id": self._text, "delta": event.text})
+        elif isinstance(event, ToolCall):
+            self._tool_calls = True
+            out.append(
+                {
+                    "type": "tool-input-available",
+                    "toolCallId": event.id,
+                    "toolName": event.name,
+                    "input": _arguments(event.arguments),
+                }
+            )
+        elif isinstance(event, Finish):
+            self._finish_reason = event.reason
+        events = [SSEEvent(entry.id, _json(item)) for item in out]
+        if entry.final:
+            closing: list[dict[str, Any]] = []
+            self._close_reasoning(closing)
+            self._close_text(closing)
+            closing.append(self._ending(entry.status or "completed"))
+            events += [SSEEvent(entry.id, _json(item)) for item in closing]
+            events.append(SSEEvent(entry.id, "[DONE]"))
+        return events
+
+    def _open_reasoning(self, out: list[dict[str, Any]], entry_id: str) -> None:
+        self._reasoning = f"reasoning-{entry_id}"
+        out.append({"type": "reasoning-start", "id": self._reasoning})
+
+    def _close_reasoning(self, out: list[dict[str, Any]]) -> None:
+        if self._reasoning is not None:
+            out.append({"type": "reasoning-end", "id": self._reasoning})
+            self._reasoning = None
+
+    def _close_text(self, out: list[dict[str, Any]]) -> None:
+        if self._text is not None:
+            out.append({"type": "text-end", "id": self._text})
+            self._text = None
+
+    def _ending(self, status: str) -> dict[str, Any]:
+        if status == "error":
+            return {"type": "error", "errorText": f"run {self._stream_id!r} ended with an error"}
+        if status.startswith("cancelled"):
+            reason = "other"
+        elif status == "length":
+            reason = "length"
+        elif self._tool_calls:
+            reason = "tool-calls"
+        else:
+            reason = _FINISH_REASONS.get(self._finish_reason or "stop", "other")
+        return {"type": "finish", "finishReason": reason, "messageMetadata": {"status": status}}
+
+
+def _arguments(arguments: str) -> Any:
+    try:
+        return json.loads(arguments) if arguments else {}
+    except ValueError:
+        return arguments
+
+
+def translator_for(protocol: ProtocolName, stream_id: str) -> Translator:
+    """A fresh translator for ``protocol``."""
+    if protocol == "channel":
+        return ChannelTranslator()
+    if protocol == "ag-ui":
+        return AGUITranslator(stream_id)
+    return VercelUITranslator(stream_id)

@@ -1,0 +1,70 @@
+"""The Redis reader thread when a reader joins while its XREAD is in flight (a real Redis; the
+test only holds the reply back until the second reader has joined)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import redis
+
+from reasoning_stream import TextDelta
+from reasoning_stream.hub import RedisHub
+from reasoning_stream.hub._follow import Follower, Subscription
+from reasoning_stream.hub._redis import _entry
+from reasoning_stream.testing import ScriptedPipe
+
+
+class HeldReads:
+    """A real client whose first XREAD reply is held until ``release`` is set."""
+
+    def __init__(self, url: str) -> None:
+        self.client = redis.Redis.from_url(url, decode_responses=True)
+        self.in_read = threading.Event()
+        self.release = threading.Event()
+
+    def xread(self, streams: dict[str, str], **options: Any) -> Any:
+        reply = self.client.xread(streams, **options)
+        if not self.in_read.is_set():
+            self.in_read.set()
+            self.release.wait(10)
+        return reply
+
+    def client_id(self) -> int:
+        return int(self.client.client_id())
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def test_a_reader_joining_behind_an_in_flight_read_gets_everything(redis_url: str) -> None:
+    hub = RedisHub(redis_url)
+    stream_id = f"follow-{uuid.uuid4().hex}"
+    hub.run(stream_id, ScriptedPipe([TextDelta(f"{n} ") for n in range(10)]), "go")
+    total = len(hub.read(stream_id))
+    key = hub.prefix + stream_id
+    held = HeldReads(redis_url)
+    control = redis.Redis.from_url(redis_url)
+    follower = Follower(lambda: held, control, _entry, redis_url)
+    ahead, behind = Subscription(key, 5), Subscription(key, 2)
+    try:
+        follower.add(ahead)
+        assert held.in_read.wait(5)  # the thread has read past entry 5 and holds the reply
+        follower.add(behind)  # joins behind that read
+        held.release.set()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if any(read_from <= 2 for read_from, _ in list(behind.buffer)):
+                break
+            time.sleep(0.02)
+        batches = list(behind.buffer)
+        from_behind = [batch for read_from, batch in batches if read_from <= 2]
+        assert from_behind, f"the reader behind got only {[r for r, _ in batches]}"
+        ids = [entry.id for entry in from_behind[0]]
+        assert ids == [f"0-{n}" for n in range(3, total + 1)]
+    finally:
+        follower.close()
+        control.close()
+        hub.close()

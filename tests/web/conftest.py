@@ -1,0 +1,54 @@
+"""Web tests run the app under a real uvicorn on a loopback port, and read it over HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.redis_server import free_port, redis_server, redis_url
+
+__all__ = ["redis_server", "redis_url", "serve"]
+
+JS_DIR = Path(__file__).parent / "js"
+
+
+@contextlib.contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Run ``app`` under uvicorn in a thread; yield its base URL; stop it after."""
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def node_reader() -> Path:
+    """The AI SDK's own reader script, with its npm dependencies installed once."""
+    node = shutil.which("node")
+    npm = shutil.which("npm")
+    if node is None or npm is None:
+        pytest.fail("node and npm are needed to check the vercel-ui protocol with the `ai` package")
+    if not (JS_DIR / "node_modules" / "ai").exists():
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, check=True, timeout=300)
+    return JS_DIR / "read_ui_message_stream.mjs"

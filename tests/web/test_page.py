@@ -1,0 +1,111 @@
+"""``reasoning-stream serve`` in headless Chromium: reasoning shows live before the answer, and
+a connection the server drops mid-reasoning neither loses nor repeats a byte on the page."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from reasoning_stream import ReasoningStream
+from reasoning_stream.hub import MemoryHub
+from reasoning_stream.web._serve import build_app, demo_starter
+from tests.web.cdp import Browser
+from tests.web.conftest import serve
+
+
+class DropFirstStream:
+    """ASGI middleware: the first ``GET /streams/...`` response ends after ``writes`` writes.
+
+    The server closes that response cleanly mid-stream and abandons it, as a restarting
+    worker or a proxy timeout would; the browser's EventSource has to reconnect.
+    """
+
+    def __init__(self, app: Any, writes: int) -> None:
+        self.app = app
+        self.writes = writes
+        self.dropped = False
+        self.sent = b""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            self.dropped
+            or scope["type"] != "http"
+            or scope["method"] != "GET"
+            or not scope["path"].startswith("/streams/")
+        ):
+            await self.app(scope, receive, send)
+            return
+        self.dropped = True
+        count = 0
+        async with anyio.create_task_group() as group:
+
+            async def cutting_send(message: Any) -> None:
+                nonlocal count
+                if message["type"] == "http.response.body":
+                    count += 1
+                    self.sent += message.get("body", b"")
+                    if count >= self.writes:
+                        await send({**message, "more_body": False})
+                        group.cancel_scope.cancel()
+                        return
+                await send(message)
+
+            group.start_soon(self.app, scope, receive, cutting_send)
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    opened = Browser()
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_page_shows_reasoning_live_and_survives_a_dropped_connection(
+    browser: Browser, tmp_path: Path
+) -> None:
+    hub = MemoryHub()
+    with demo_starter(delay=0.02) as start:
+        app = DropFirstStream(build_app(hub, start), writes=12)
+        with serve(app) as base:
+            browser.open(f"{base}/")
+            browser.evaluate("document.querySelector('#ask button').click()")
+            # Reasoning is on the page while no answer is.
+            browser.wait_for(
+                "window.reasoningStream.segments.length > 0 && "
+                "window.reasoningStream.segments[0].length > 0 && "
+                "window.reasoningStream.answer === ''"
+            )
+            assert browser.wait_for("document.querySelector('details.thinking').open")
+            state = browser.wait_for(
+                "window.reasoningStream.done && window.reasoningStream", timeout=60
+            )
+            summaries = browser.evaluate(
+                "[...document.querySelectorAll('details.thinking')]"
+                ".map(d => [d.open, d.querySelector('summary').textContent])"
+            )
+            browser.screenshot(tmp_path / "serve.png")
+    # The server really dropped the first connection mid-reasoning, and the page reconnected.
+    assert b'"kind":"reasoning_delta"' in app.sent and b'"kind":"text_delta"' not in app.sent
+    assert state["errors"] >= 1
+    # Nothing lost, nothing repeated: the page holds exactly the run's reasoning and answer.
+    channel = "".join(entry.chunk for entry in hub.read(state["streamId"]))
+    split = ReasoningStream.split(channel, lossless=True)
+    assert state["segments"] == [segment for segment in split.segments if segment]
+    assert state["answer"] == split.text and split.text
+    assert state["status"] == "completed"
+    assert state["firstReasoningAt"] < state["firstAnswerAt"]
+    # Each Thinking block collapsed when its answer started, showing how long it took.
+    assert summaries and all(not is_open for is_open, _ in summaries)
+    assert all(re.fullmatch(r"Thought for \d+\.\d s", text) for _, text in summaries)
+    png = (tmp_path / "serve.png").read_bytes()
+    assert png.startswith(b"\x89PNG")
+    if target := os.environ.get("REASONING_STREAM_SCREENSHOT"):
+        Path(target).write_bytes(png)
