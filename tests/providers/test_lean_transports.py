@@ -19,6 +19,7 @@ so JSON payloads are compared as JSON.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -82,6 +83,11 @@ def _state(state: ReasoningState) -> tuple[Any, ...]:
             plain.extra)  # fmt: skip
 
 
+def _unprefixed(text: str) -> str:
+    # Each run is served under its own path prefix; a 404 names it.
+    return re.sub(r"/case\d+/", "/case/", text)
+
+
 def summary(outcome: Outcome) -> dict[str, Any]:
     """What must match between the transports: the result, the channel, the error."""
     result = outcome.result
@@ -105,8 +111,8 @@ def summary(outcome: Outcome) -> dict[str, Any]:
             error.provider,
             error.status_code,
             error.retry_after,
-            error.body,
-            str(error).rsplit(" (", 1)[0],
+            _unprefixed(json.dumps(error.body, sort_keys=True, default=str)),
+            _unprefixed(str(error).rsplit(" (", 1)[0]),
         ),
     }
 
