@@ -848,10 +848,707 @@ def main(chunks: int = CHUNKS, *, profile: bool = False, heap: bool = False) -> 
     return figures
 
 
+# ====================================================================== every provider
+#
+# One table for every provider: each wire's floor (httpx + its framing + the stdlib's
+# json.loads), the bare SDK loop, the pipe on the SDK and the lean pipe (stdlib JSON, and
+# _json.loads with the `fast` extra), sync and async, timed in interleaved rounds; ratios are
+# taken within a round and reported as medians with their spread.
+
+EVERY_CHUNKS = 4_000
+EVERY_ROUNDS = 7
+EVERY_MODELS = {
+    "Anthropic": "claude-sonnet-4-6",
+    "Responses": "o4-mini",
+    "chat": "deepseek-reasoner",
+    "Ollama": "qwen3",
+    "Gemini": "gemini-2.5-flash",
+    "OpenRouter": "deepseek/deepseek-r1",
+    "Bedrock": "us.anthropic.claude-sonnet-4-20250514-v1:0",
+}
+KEY = "k-bench"
+
+
+def serve_every_until_stdin_closes(chunks: int) -> None:
+    """The child process for the every-provider table: one grown stream per provider."""
+    from ._wires import WIRES, transcript_for
+
+    server = WireServer()
+    for wire in WIRES.values():
+        server.add(transcript_for(wire, chunks))
+    with server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+_EVERY_SCRIPT = (
+    "import sys\n"
+    "from benchmarks.bench_providers import serve_every_until_stdin_closes\n"
+    "serve_every_until_stdin_closes(int(sys.argv[1]))\n"
+)
+
+
+@contextlib.contextmanager
+def every_loopback(chunks: int) -> Iterator[str]:
+    """The every-provider WireServer in a child process; yields its URL."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _EVERY_SCRIPT, str(chunks)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=_ROOT,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        url = child.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError("the loopback server did not start; see its error above")
+        yield url
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+# What the floors pull out of one decoded chunk: (reasoning piece, answer piece).
+
+
+def _pick_anthropic(data: Any) -> tuple[str | None, str | None]:
+    if data.get("type") != "content_block_delta":
+        return None, None
+    delta = data["delta"]
+    kind = delta.get("type")
+    if kind == "thinking_delta":
+        return delta["thinking"], None
+    return (None, delta["text"]) if kind == "text_delta" else (None, None)
+
+
+def _pick_responses(data: Any) -> tuple[str | None, str | None]:
+    kind = data.get("type")
+    if kind == "response.reasoning_summary_text.delta":
+        return data["delta"], None
+    return (None, data["delta"]) if kind == "response.output_text.delta" else (None, None)
+
+
+def _pick_chat(field: str) -> Callable[[Any], tuple[str | None, str | None]]:
+    def pick(data: Any) -> tuple[str | None, str | None]:
+        choices = data.get("choices")
+        if not choices:
+            return None, None
+        delta = choices[0]["delta"]
+        return delta.get(field), delta.get("content")
+
+    return pick
+
+
+def _pick_ollama(data: Any) -> tuple[str | None, str | None]:
+    message = data.get("message") or {}
+    return message.get("thinking"), message.get("content")
+
+
+def _pick_gemini(data: Any) -> tuple[str | None, str | None]:
+    reasoning: list[str] = []
+    answer: list[str] = []
+    for part in data["candidates"][0]["content"].get("parts", ()):
+        text = part.get("text")
+        if text:
+            (reasoning if part.get("thought") else answer).append(text)
+    return "".join(reasoning), "".join(answer)
+
+
+def _pick_bedrock(data: Any) -> tuple[str | None, str | None]:
+    delta = data.get("delta")
+    if delta is None:
+        return None, None
+    thought = delta.get("reasoningContent")
+    return (thought.get("text") if thought else None), delta.get("text")
+
+
+PICKS: dict[str, Callable[[Any], tuple[str | None, str | None]]] = {
+    "Anthropic": _pick_anthropic,
+    "Responses": _pick_responses,
+    "chat": _pick_chat("reasoning_content"),
+    "Ollama": _pick_ollama,
+    "Gemini": _pick_gemini,
+    "OpenRouter": _pick_chat("reasoning"),
+    "Bedrock": _pick_bedrock,
+}
+
+
+def _request(provider: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """``(path below the API root, body, headers)`` of the floor's request."""
+    model = EVERY_MODELS[provider]
+    messages = [{"role": "user", "content": PROMPT}]
+    if provider == "Anthropic":
+        body = {"model": model, "max_tokens": 4096, "messages": messages, "stream": True}
+        return "/v1/messages", body, {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    if provider == "Responses":
+        body = {"model": model, "input": messages, "stream": True}
+        return "/responses", body, {"Authorization": f"Bearer {KEY}"}
+    if provider in ("chat", "OpenRouter"):
+        body = {"model": model, "messages": messages, "stream": True}
+        return "/chat/completions", body, {"Authorization": f"Bearer {KEY}"}
+    if provider == "Ollama":
+        return "/api/chat", {"model": model, "messages": messages, "stream": True}, {}
+    if provider == "Gemini":
+        body = {"contents": [{"role": "user", "parts": [{"text": PROMPT}]}]}
+        return f"/models/{model}:streamGenerateContent?alt=sse", body, {"x-goog-api-key": KEY}
+    body = {"messages": [{"role": "user", "content": [{"text": PROMPT}]}]}
+    return f"/model/{model}/converse-stream", body, {}
+
+
+def _collect(pick: Callable[[Any], tuple[str | None, str | None]], chunks: Any) -> Collected:
+    reasoning: list[str] = []
+    answer: list[str] = []
+    for data in chunks:
+        thought, text = pick(data)
+        if thought:
+            reasoning.append(thought)
+        if text:
+            answer.append(text)
+    return Collected("".join(reasoning), "".join(answer))
+
+
+def _sse_datas(events: Any) -> Iterator[Any]:
+    for event in events:
+        data = event.data
+        if not data:
+            continue
+        if data == "[DONE]":
+            return
+        yield json.loads(data)
+
+
+def floor_read(provider: str, http: httpx.Client, base: str) -> Collected:
+    """httpx + the wire's framing + ``json.loads``, the fields read straight off the dicts."""
+    path, body, headers = _request(provider)
+    pick = PICKS[provider]
+    url = base + path
+    if provider == "Ollama":
+        with http.stream("POST", url, json=body) as response:
+            return _collect(pick, (json.loads(line) for line in response.iter_lines() if line))
+    if provider == "Bedrock":
+        from botocore.eventstream import EventStreamBuffer
+
+        def payloads(response: httpx.Response) -> Iterator[Any]:
+            buffer = EventStreamBuffer()
+            for raw in response.iter_raw():
+                buffer.add_data(raw)
+                for message in buffer:
+                    yield json.loads(message.payload)
+
+        with http.stream("POST", url, json=body) as response:
+            return _collect(pick, payloads(response))
+    with httpx_sse.connect_sse(http, "POST", url, json=body, headers=headers) as source:
+        return _collect(pick, _sse_datas(source.iter_sse()))
+
+
+async def afloor_read(provider: str, http: httpx.AsyncClient, base: str) -> Collected:
+    """Async twin of :func:`floor_read` (not Bedrock: boto3 has no async client)."""
+    path, body, headers = _request(provider)
+    pick = PICKS[provider]
+    reasoning: list[str] = []
+    answer: list[str] = []
+
+    def take(data: Any) -> None:
+        thought, text = pick(data)
+        if thought:
+            reasoning.append(thought)
+        if text:
+            answer.append(text)
+
+    if provider == "Ollama":
+        async with http.stream("POST", base + path, json=body) as response:
+            async for line in response.aiter_lines():
+                if line:
+                    take(json.loads(line))
+        return Collected("".join(reasoning), "".join(answer))
+    async with httpx_sse.aconnect_sse(
+        http, "POST", base + path, json=body, headers=headers
+    ) as source:
+        async for event in source.aiter_sse():
+            data = event.data
+            if not data:
+                continue
+            if data == "[DONE]":
+                break
+            take(json.loads(data))
+    return Collected("".join(reasoning), "".join(answer))
+
+
+def _every_sdk_client(provider: str, base: str, *, asynchronous: bool = False) -> Any:
+    """The official SDK's client for ``provider`` aimed at ``base``; ``None`` if it has none."""
+    import anthropic
+    import ollama
+
+    if provider == "Anthropic":
+        if asynchronous:
+            http = anthropic.DefaultAsyncHttpxClient(verify=False)
+            return anthropic.AsyncAnthropic(
+                base_url=base, api_key=KEY, max_retries=0, http_client=http
+            )
+        http = anthropic.DefaultHttpxClient(verify=False)
+        return anthropic.Anthropic(base_url=base, api_key=KEY, max_retries=0, http_client=http)
+    if provider in ("Responses", "chat", "OpenRouter"):
+        if asynchronous:
+            http = openai.DefaultAsyncHttpxClient(verify=False)
+            return openai.AsyncOpenAI(base_url=base, api_key=KEY, max_retries=0, http_client=http)
+        return _every_openai_client(base)
+    if provider == "Ollama":
+        return (ollama.AsyncClient if asynchronous else ollama.Client)(host=base, verify=False)
+    if provider == "Bedrock" and not asynchronous:
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=base,
+            aws_access_key_id="AKIDEXAMPLE",
+            aws_secret_access_key="bench-secret-key",
+            config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+        )
+    return None
+
+
+def _every_openai_client(base: str) -> openai.OpenAI:
+    http = openai.DefaultHttpxClient(verify=False)
+    return openai.OpenAI(base_url=base, api_key=KEY, max_retries=0, http_client=http)
+
+
+def sdk_loop(provider: str, client: Any) -> Collected:
+    """What a user writes with the provider's SDK alone, sync."""
+    model = EVERY_MODELS[provider]
+    messages = [{"role": "user", "content": PROMPT}]
+    reasoning: list[str] = []
+    answer: list[str] = []
+    if provider == "Anthropic":
+        stream = client.messages.create(
+            model=model, max_tokens=4096, messages=messages, stream=True
+        )
+        with stream:
+            for event in stream:
+                if event.type == "content_block_delta":
+                    delta = event.delta
+                    if delta.type == "thinking_delta":
+                        reasoning.append(delta.thinking)
+                    elif delta.type == "text_delta":
+                        answer.append(delta.text)
+    elif provider == "Responses":
+        with client.responses.create(model=model, input=messages, stream=True) as stream:
+            for event in stream:
+                if event.type == "response.reasoning_summary_text.delta":
+                    reasoning.append(event.delta)
+                elif event.type == "response.output_text.delta":
+                    answer.append(event.delta)
+    elif provider in ("chat", "OpenRouter"):
+        field = "reasoning_content" if provider == "chat" else "reasoning"
+        with client.chat.completions.create(model=model, messages=messages, stream=True) as stream:
+            for chunk in stream:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                if delta.content:
+                    answer.append(delta.content)
+                extra = delta.model_extra
+                thought = extra.get(field) if extra else None
+                if thought:
+                    reasoning.append(thought)
+    elif provider == "Ollama":
+        for part in client.chat(model=model, messages=messages, stream=True):
+            if part.message.thinking:
+                reasoning.append(part.message.thinking)
+            if part.message.content:
+                answer.append(part.message.content)
+    elif provider == "Bedrock":
+        reply = client.converse_stream(
+            modelId=model, messages=[{"role": "user", "content": [{"text": PROMPT}]}]
+        )
+        for event in reply["stream"]:
+            block = event.get("contentBlockDelta")
+            if block is None:
+                continue
+            delta = block["delta"]
+            thought = delta.get("reasoningContent")
+            if thought and thought.get("text"):
+                reasoning.append(thought["text"])
+            if delta.get("text"):
+                answer.append(delta["text"])
+    return Collected("".join(reasoning), "".join(answer))
+
+
+async def asdk_loop(provider: str, client: Any) -> Collected:
+    """Async twin of :func:`sdk_loop` (not Bedrock)."""
+    model = EVERY_MODELS[provider]
+    messages = [{"role": "user", "content": PROMPT}]
+    reasoning: list[str] = []
+    answer: list[str] = []
+    if provider == "Anthropic":
+        stream = await client.messages.create(
+            model=model, max_tokens=4096, messages=messages, stream=True
+        )
+        async with stream:
+            async for event in stream:
+                if event.type == "content_block_delta":
+                    delta = event.delta
+                    if delta.type == "thinking_delta":
+                        reasoning.append(delta.thinking)
+                    elif delta.type == "text_delta":
+                        answer.append(delta.text)
+    elif provider == "Responses":
+        stream = await client.responses.create(model=model, input=messages, stream=True)
+        async with stream:
+            async for event in stream:
+                if event.type == "response.reasoning_summary_text.delta":
+                    reasoning.append(event.delta)
+                elif event.type == "response.output_text.delta":
+                    answer.append(event.delta)
+    elif provider in ("chat", "OpenRouter"):
+        field = "reasoning_content" if provider == "chat" else "reasoning"
+        stream = await client.chat.completions.create(model=model, messages=messages, stream=True)
+        async with stream:
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                if delta.content:
+                    answer.append(delta.content)
+                extra = delta.model_extra
+                thought = extra.get(field) if extra else None
+                if thought:
+                    reasoning.append(thought)
+    elif provider == "Ollama":
+        async for part in await client.chat(model=model, messages=messages, stream=True):
+            if part.message.thinking:
+                reasoning.append(part.message.thinking)
+            if part.message.content:
+                answer.append(part.message.content)
+    return Collected("".join(reasoning), "".join(answer))
+
+
+def every_pipe(provider: str, base: str, client: Any, *, lean: bool) -> Any:
+    """The provider's pipe on ``client`` (an SDK client, or httpx for ``lean``)."""
+    from reasoning_stream.providers import (
+        AnthropicPipe,
+        BedrockPipe,
+        GeminiPipe,
+        OllamaPipe,
+        OpenAIResponsesPipe,
+        OpenRouterPipe,
+    )
+
+    model = EVERY_MODELS[provider]
+    if provider == "Anthropic":
+        if lean:
+            return AnthropicPipe(
+                model, transport="httpx", http_client=client, base_url=base, api_key=KEY
+            )
+        return AnthropicPipe(model, client=client)
+    if provider == "Responses":
+        if lean:
+            return OpenAIResponsesPipe(
+                model, transport="httpx", http_client=client, base_url=base, api_key=KEY
+            )
+        return OpenAIResponsesPipe(model, client=client)
+    if provider == "chat":
+        if lean:
+            return OpenAIChatPipe(
+                model, transport="httpx", http_client=client, base_url=base, api_key=KEY
+            )
+        return OpenAIChatPipe(model, client=client)
+    if provider == "Ollama":
+        if lean:
+            return OllamaPipe(model, transport="httpx", http_client=client, base_url=base)
+        return OllamaPipe(model, client=client)
+    if provider == "Gemini":
+        return GeminiPipe(model, client=client, base_url=base, api_key=KEY)
+    if provider == "OpenRouter":
+        if lean:
+            return OpenRouterPipe(model, http_client=client, base_url=base, api_key=KEY)
+        # OpenRouter through the openai SDK: the chat pipe reads `delta.reasoning` too.
+        return OpenAIChatPipe(model, client=client)
+    return BedrockPipe(model, client=client)
+
+
+HAS_SDK = {"Anthropic", "Responses", "chat", "Ollama", "OpenRouter", "Bedrock"}
+"""Providers with an SDK loop (Gemini has no SDK here; OpenRouter's is the openai SDK)."""
+HAS_LEAN = {"Anthropic", "Responses", "chat", "Ollama", "Gemini", "OpenRouter"}
+"""Providers with an httpx pipe (Bedrock stays on boto3)."""
+
+
+@contextlib.contextmanager
+def stdlib_json() -> Iterator[None]:
+    """Make every stream path decode with the stdlib's ``json.loads`` for a while."""
+    import importlib
+
+    from reasoning_stream.providers import _transports
+    from reasoning_stream.providers.bedrock import translate as bedrock_translate
+
+    gemini: Any = importlib.import_module("reasoning_stream.providers.gemini")
+    saved = (_transports.loads, gemini.loads, bedrock_translate.loads)
+    _transports.loads = gemini.loads = bedrock_translate.loads = json.loads
+    try:
+        yield
+    finally:
+        _transports.loads, gemini.loads, bedrock_translate.loads = saved
+
+
+@dataclass
+class EveryRow:
+    """One contender of the every-provider table: ``read()`` streams once, start to end."""
+
+    provider: str
+    loop: str
+    """``"sync"`` or ``"async"``."""
+    role: str
+    """``floor``, ``sdk``, ``sdk_pipe``, ``lean_json`` or ``lean_fast``."""
+    read: Callable[[], Collected]
+
+
+def _pipe_read(pipe: Any) -> Callable[[], Collected]:
+    sink: list[str] = []
+    pipe.set_streaming_callback(sink.append)
+
+    def read() -> Collected:
+        sink.clear()
+        result = pipe.run(PROMPT)
+        return Collected(result.model_reasoning, result.text, "".join(sink))
+
+    return read
+
+
+def _apipe_read(provider: str, base: str, *, lean: bool) -> Callable[[], Collected]:
+    def read() -> Collected:
+        async def go() -> Collected:
+            sink: list[str] = []
+            client: Any
+            if lean:
+                client = httpx.AsyncClient(verify=False, timeout=60)
+            elif provider == "Bedrock":
+                client = _every_sdk_client(provider, base)
+            else:
+                client = _every_sdk_client(provider, base, asynchronous=True)
+            try:
+                pipe = every_pipe(provider, base, client, lean=lean)
+                pipe.set_streaming_callback(sink.append)
+                result = await pipe.arun(PROMPT)
+            finally:
+                close = getattr(client, "aclose", None) or client.close
+                closed = close()
+                if closed is not None:
+                    await closed
+            return Collected(result.model_reasoning, result.text, "".join(sink))
+
+        return anyio.run(go)
+
+    return read
+
+
+def _with_stdlib_json(read: Callable[[], Collected]) -> Callable[[], Collected]:
+    def wrapped() -> Collected:
+        with stdlib_json():
+            return read()
+
+    return wrapped
+
+
+def every_rows(url: str) -> tuple[list[EveryRow], list[Callable[[], None]]]:
+    """Every contender of every provider, and how to release their clients."""
+    from reasoning_stream._json import BACKEND
+
+    from ._wires import WIRES
+
+    rows: list[EveryRow] = []
+    closers: list[Callable[[], None]] = []
+    for provider, wire in WIRES.items():
+        base = url + wire.base
+        http = httpx.Client(verify=False, timeout=60)
+        closers.append(http.close)
+        rows.append(EveryRow(provider, "sync", "floor", partial(floor_read, provider, http, base)))
+        if provider in HAS_SDK:
+            client = _every_sdk_client(provider, base)
+            closers.append(client.close)
+            rows.append(EveryRow(provider, "sync", "sdk", partial(sdk_loop, provider, client)))
+            pipe = every_pipe(provider, base, client, lean=False)
+            rows.append(EveryRow(provider, "sync", "sdk_pipe", _pipe_read(pipe)))
+        if provider in HAS_LEAN:
+            lean_http = httpx.Client(verify=False, timeout=60)
+            closers.append(lean_http.close)
+            read = _pipe_read(every_pipe(provider, base, lean_http, lean=True))
+            rows.append(EveryRow(provider, "sync", "lean_json", _with_stdlib_json(read)))
+            if BACKEND != "json":
+                rows.append(EveryRow(provider, "sync", "lean_fast", read))
+        # async: every read builds its client on its own event loop, and closes it
+        if provider != "Bedrock":
+
+            def afloor(provider: str = provider, base: str = base) -> Collected:
+                async def go() -> Collected:
+                    async with httpx.AsyncClient(verify=False, timeout=60) as client:
+                        return await afloor_read(provider, client, base)
+
+                return anyio.run(go)
+
+            rows.append(EveryRow(provider, "async", "floor", afloor))
+        if provider in HAS_SDK and provider != "Bedrock":
+
+            def asdk(provider: str = provider, base: str = base) -> Collected:
+                async def go() -> Collected:
+                    client = _every_sdk_client(provider, base, asynchronous=True)
+                    try:
+                        return await asdk_loop(provider, client)
+                    finally:
+                        closed = client.close()
+                        if closed is not None:
+                            await closed
+
+                return anyio.run(go)
+
+            rows.append(EveryRow(provider, "async", "sdk", asdk))
+        if provider in HAS_SDK:
+            rows.append(
+                EveryRow(provider, "async", "sdk_pipe", _apipe_read(provider, base, lean=False))
+            )
+        if provider in HAS_LEAN:
+            aread = _apipe_read(provider, base, lean=True)
+            rows.append(EveryRow(provider, "async", "lean_json", _with_stdlib_json(aread)))
+            if BACKEND != "json":
+                rows.append(EveryRow(provider, "async", "lean_fast", aread))
+    return rows, closers
+
+
+def _verdict(collected: Collected, reasoning: str, answer: str) -> str:
+    if (collected.reasoning, collected.answer) != (reasoning, answer):
+        return "output differs"
+    if collected.channel is not None:
+        split = ReasoningStream.split(collected.channel, lossless=True)
+        if (split.reasoning, split.text) != (reasoning, answer):
+            return "channel differs"
+    return "ok"
+
+
+RATIOS = {
+    "sdk_pipe": ("sdk", "SDK pipe / SDK loop"),
+    "lean_json": ("floor", "lean pipe / floor"),
+    "lean_fast": ("floor", "lean pipe, fast / floor"),
+}
+
+
+def every_provider(
+    chunks: int = EVERY_CHUNKS, rounds: int = EVERY_ROUNDS
+) -> tuple[str, dict[str, float]]:
+    """Measure every provider's rows in interleaved rounds; the Markdown table and figures."""
+    from ._rounds import cpu_seconds, median, spread
+    from ._wires import expected
+
+    reasoning, answer = expected(chunks)
+    cpu: dict[tuple[str, str, str], list[float]] = {}
+    verdicts: dict[tuple[str, str], str] = {}
+    with every_loopback(chunks) as url:
+        rows, closers = every_rows(url)
+        try:
+            for row in rows:  # warm up (connections, imports) and check what each hands over
+                verdict = _verdict(row.read(), reasoning, answer)
+                if verdict != "ok":
+                    verdicts[(row.provider, row.loop)] = f"{row.role}: {verdict}"
+            for _ in range(rounds):
+                for row in rows:
+                    seconds = cpu_seconds(row.read)
+                    cpu.setdefault((row.provider, row.loop, row.role), []).append(seconds)
+        finally:
+            for close in closers:
+                close()
+    figures: dict[str, float] = {}
+    lines = [
+        "| provider | loop | floor CPU/chunk | SDK loop CPU/chunk | SDK pipe / SDK loop "
+        "| lean pipe / floor | lean pipe with `fast` / floor | output |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    from ._wires import WIRES
+
+    for provider in WIRES:
+        for loop in ("sync", "async"):
+            samples = {
+                role: cpu[(provider, loop, role)]
+                for role in ("floor", "sdk", "sdk_pipe", "lean_json", "lean_fast")
+                if (provider, loop, role) in cpu
+            }
+            if not samples:
+                continue
+            if provider == "Bedrock" and loop == "async":
+                # boto3 has no async client: arun reads the sync one in worker threads.
+                samples["sdk"] = cpu[(provider, "sync", "sdk")]
+            cells = []
+            for role in ("floor", "sdk"):
+                values = samples.get(role)
+                cells.append(
+                    spread([v / chunks * 1e6 for v in values], "{:.1f}") + " us" if values else "-"
+                )
+            for role, (base_role, _) in RATIOS.items():
+                if role not in samples or base_role not in samples:
+                    cells.append("-")
+                    continue
+                ratios = [a / b for a, b in zip(samples[role], samples[base_role], strict=True)]
+                cells.append(spread(ratios) + "x")
+                figures[f"every_{provider}_{loop}_{role}"] = median(ratios)
+            verdict = verdicts.get((provider, loop), "ok")
+            lines.append(f"| {provider} | {loop} | " + " | ".join(cells) + f" | {verdict} |")
+    table = "\n".join(lines)
+    return table, figures
+
+
+def every_goals(figures: dict[str, float]) -> str:
+    """Which goals the medians meet."""
+    checks = [
+        ("SDK pipes within 1.2x of the SDK loop", "sdk_pipe", 1.2),
+        ("lean pipes within 1.3x of the floor", "lean_json", 1.3),
+        ("lean pipes with `fast` at or under 1.0x the stdlib floor", "lean_fast", 1.0),
+    ]
+    out = []
+    for label, role, limit in checks:
+        values = {k: v for k, v in figures.items() if k.endswith("_" + role)}
+        if not values:
+            continue
+        missed = sorted(k.removeprefix("every_").removesuffix("_" + role)
+                        for k, v in values.items() if v > limit)  # fmt: skip
+        out.append(
+            f"{label}: {len(values) - len(missed)} of {len(values)} met"
+            + (f" (missed: {', '.join(missed)})" if missed else "")
+        )
+    return "\n".join(out)
+
+
+def main_every(chunks: int = EVERY_CHUNKS, rounds: int = EVERY_ROUNDS) -> dict[str, float]:
+    """Print the every-provider table (medians of interleaved rounds, spreads in brackets)."""
+    from reasoning_stream._json import BACKEND
+
+    table, figures = every_provider(chunks, rounds)
+    print(
+        f"Every provider: {chunks:,} deltas over loopback (half reasoning, half answer), "
+        f"{rounds} interleaved rounds, median [low-high] of per-round ratios; "
+        f"fast JSON backend: {BACKEND}"
+    )
+    print(table)
+    print(every_goals(figures) + "\n")
+    return figures
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=CHUNKS)
     parser.add_argument("--profile", action="store_true", help="cProfile the two pipes")
     parser.add_argument("--heap", action="store_true", help="tracemalloc peaks (slow)")
+    parser.add_argument(
+        "--every", action="store_true", help="only the every-provider table (--chunks, --rounds)"
+    )
+    parser.add_argument("--rounds", type=int, default=EVERY_ROUNDS)
     arguments = parser.parse_args()
-    main(arguments.chunks, profile=arguments.profile, heap=arguments.heap)
+    if arguments.every:
+        main_every(
+            EVERY_CHUNKS if arguments.chunks == CHUNKS else arguments.chunks, arguments.rounds
+        )
+    else:
+        main(arguments.chunks, profile=arguments.profile, heap=arguments.heap)
+        main_every(rounds=arguments.rounds)

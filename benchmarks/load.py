@@ -2,9 +2,9 @@
 
 A WireServer in a child process serves one transcript per stream, every delta naming its
 stream, with a small delay before each piece; ``time.process_time`` here counts the client's
-CPU only. Three stacks are measured, each on asyncio and on trio: OpenAI Chat through the lean
-httpx transport, the same through the openai SDK, and Anthropic through its SDK. Each stream
-has its own pipe, client and callback.
+CPU only. Six stacks are measured, each on asyncio and on trio: OpenAI Chat and Anthropic each
+through the lean httpx transport and through their SDK, and the lean transports of OpenAI
+Responses and Ollama (NDJSON). Each stream has its own pipe, client and callback.
 
 For each stack and backend the script runs 10 single streams one after another (the floor),
 then 500 at once, and prints a table: CPU per chunk and its ratio to the floor (target 1.2x
@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anthropic
 import anyio
@@ -52,7 +52,12 @@ import openai
 
 from reasoning_stream import ReasoningStream
 from reasoning_stream._pipe import Pipe, PipeResult
-from reasoning_stream.providers import AnthropicPipe, OpenAIChatPipe
+from reasoning_stream.providers import (
+    AnthropicPipe,
+    OllamaPipe,
+    OpenAIChatPipe,
+    OpenAIResponsesPipe,
+)
 from reasoning_stream.testing import Reply, Transcript, WireServer
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -114,6 +119,56 @@ def anthropic_events(i: int, deltas: int) -> list[dict[str, Any]]:
     return [*events, event({"type": "content_block_stop", "index": 1}), event(stop)]
 
 
+def responses_events(i: int, deltas: int) -> list[dict[str, Any]]:
+    """An OpenAI Responses stream (a reasoning summary, then text) naming stream ``i``."""
+
+    def event(data: dict[str, Any]) -> dict[str, Any]:
+        return {"event": data["type"], "data": data}
+
+    response = {"id": f"resp_{i}", "object": "response", "status": "in_progress", "output": []}
+    reasoning = {"id": f"rs_{i}", "type": "reasoning", "summary": []}
+    message = {"id": f"msg_{i}", "type": "message", "role": "assistant", "content": []}
+    summary = {"item_id": f"rs_{i}", "output_index": 0, "summary_index": 0}
+    text = {"item_id": f"msg_{i}", "output_index": 1, "content_index": 0}
+    events = [
+        event({"type": "response.created", "response": response}),
+        event({"type": "response.output_item.added", "output_index": 0, "item": reasoning}),
+        event(
+            {
+                "type": "response.reasoning_summary_part.added",
+                **summary,
+                "part": {"type": "summary_text", "text": ""},
+            }
+        ),
+    ]
+    events += [
+        event({"type": "response.reasoning_summary_text.delta", **summary, "delta": f"r{i}.{k} "})
+        for k in range(deltas)
+    ]
+    events += [
+        event({"type": "response.output_item.done", "output_index": 0, "item": reasoning}),
+        event({"type": "response.output_item.added", "output_index": 1, "item": message}),
+    ]
+    events += [
+        event({"type": "response.output_text.delta", **text, "delta": f"t{i}.{k} "})
+        for k in range(deltas)
+    ]
+    done = {**response, "status": "completed"}
+    return [*events, event({"type": "response.completed", "response": done})]
+
+
+def ollama_lines(i: int, deltas: int) -> list[dict[str, Any]]:
+    """An Ollama ``/api/chat`` NDJSON stream (thinking, then content) naming stream ``i``."""
+
+    def line(message: dict[str, Any], done: bool = False) -> dict[str, Any]:
+        body = {"role": "assistant", "content": "", **message}
+        return {"model": "qwen3", "message": body, "done": done}
+
+    lines = [line({"thinking": f"r{i}.{k} "}) for k in range(deltas)]
+    lines += [line({"content": f"t{i}.{k} "}) for k in range(deltas)]
+    return [*lines, {**line({}, True), "done_reason": "stop", "eval_count": 2 * deltas}]
+
+
 def expected_channel(i: int, deltas: int) -> str:
     reasoning = "".join(f"r{i}.{k} " for k in range(deltas))
     answer = "".join(f"t{i}.{k} " for k in range(deltas))
@@ -151,18 +206,43 @@ def _anthropic(url: str) -> tuple[Pipe, Closer]:
     return AnthropicPipe("claude-sonnet-4-6", client=client), client.close
 
 
+def _anthropic_httpx(url: str) -> tuple[Pipe, Closer]:
+    client = httpx.AsyncClient(verify=False, timeout=60)
+    pipe = AnthropicPipe(
+        "claude-sonnet-4-6", transport="httpx", http_client=client, base_url=url, api_key="k"
+    )
+    return pipe, client.aclose
+
+
+def _responses_httpx(url: str) -> tuple[Pipe, Closer]:
+    client = httpx.AsyncClient(verify=False, timeout=60)
+    pipe = OpenAIResponsesPipe(
+        "o4-mini", transport="httpx", http_client=client, base_url=url + "/v1", api_key="k"
+    )
+    return pipe, client.aclose
+
+
+def _ollama_httpx(url: str) -> tuple[Pipe, Closer]:
+    client = httpx.AsyncClient(verify=False, timeout=60)
+    return OllamaPipe("qwen3", transport="httpx", http_client=client, base_url=url), client.aclose
+
+
 @dataclass(frozen=True)
 class Stack:
     name: str
     path: str
     events: Callable[[int, int], list[dict[str, Any]]]
     pipe: Callable[[str], tuple[Pipe, Closer]]
+    format: Literal["sse", "ndjson"] = "sse"
 
 
 STACKS = (
     Stack("openai-chat httpx", "/v1/chat/completions", chat_events, _chat_httpx),
     Stack("openai-chat SDK", "/v1/chat/completions", chat_events, _chat_sdk),
+    Stack("anthropic httpx", "/v1/messages", anthropic_events, _anthropic_httpx),
     Stack("anthropic SDK", "/v1/messages", anthropic_events, _anthropic),
+    Stack("responses httpx", "/v1/responses", responses_events, _responses_httpx),
+    Stack("ollama httpx", "/api/chat", ollama_lines, _ollama_httpx, "ndjson"),
 )
 
 
@@ -174,7 +254,9 @@ def serve_until_stdin_closes(streams: int, deltas: int, delay: float, backlog: i
     server = WireServer()
     for s, stack in enumerate(STACKS):
         for i in range(streams):
-            transcript = Transcript(path=f"/k{s}/s{i}{stack.path}", events=stack.events(i, deltas))
+            transcript = Transcript(
+                path=f"/k{s}/s{i}{stack.path}", events=stack.events(i, deltas), format=stack.format
+            )
             server.add(Reply(transcript, delay=delay))
     with server:
         if backlog:

@@ -14,6 +14,7 @@ def main() -> None:
     bench_json.main()
     bench_pipe.main()
     bench_providers.main()
+    bench_providers.main_every()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ from .._exceptions import MalformedStreamError, ProviderError
 
 __all__ = [
     "build_error",
+    "caused_by_status",
+    "decode_body",
     "http_error",
     "provider_error",
     "redact_exception_chain",
@@ -150,6 +152,25 @@ def http_error(provider: str, response: Any) -> ProviderError:
         retry_after=retry_after_seconds(response.headers),
         body=detail,
     )
+    error.__cause__ = httpx.HTTPStatusError(
+        f"HTTP {status} from {response.request.url}", request=response.request, response=response
+    )
+    return error
+
+
+def decode_body(response: Any) -> Any:
+    """An error reply's body (already read): its JSON, else its text."""
+    try:
+        return response.json()
+    except (ValueError, UnicodeDecodeError):
+        return response.text
+
+
+def caused_by_status(error: ProviderError, response: Any) -> ProviderError:
+    """``error`` with an ``httpx.HTTPStatusError`` for ``response`` as its ``__cause__``."""
+    import httpx
+
+    status = response.status_code
     error.__cause__ = httpx.HTTPStatusError(
         f"HTTP {status} from {response.request.url}", request=response.request, response=response
     )

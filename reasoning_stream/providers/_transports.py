@@ -8,10 +8,14 @@ id the transport learned before the first chunk (Bedrock's request id). The driv
 - :func:`sdk_source` / :func:`asdk_source`: an official SDK's stream object (openai,
   anthropic), closed completely, generators included.
 - :func:`iter_sse_json` / :func:`aiter_sse_json`: POST a JSON body with httpx, read the
-  ``text/event-stream`` reply with httpx-sse, decode each ``data:`` with ``json.loads``, stop at
-  ``[DONE]``. No SDK model objects (the lean transport of OpenAI-compatible servers, Gemini).
+  ``text/event-stream`` reply with httpx-sse, decode each ``data:`` with
+  :func:`reasoning_stream._json.loads` (msgspec with the ``fast`` extra, else ``json.loads``),
+  stop at ``[DONE]``. No SDK model objects: the lean transport (``transport="httpx"``) of
+  OpenAI Chat, Responses and Anthropic, and the only one of Gemini and OpenRouter.
 - :func:`ndjson_source` / :func:`andjson_source`: a newline-delimited JSON stream as the
-  ``ollama`` SDK's generator decodes it.
+  ``ollama`` SDK's generator decodes it; :func:`iter_ndjson` / :func:`aiter_ndjson`: the same
+  wire read with httpx alone (Ollama's lean transport).
+- :func:`lean_client`, :func:`check_lean_client`: the httpx clients of the lean transports.
 - :func:`event_stream_source` / :func:`aevent_stream_source`: a boto3 ``EventStream``; boto3
   is sync only, so the async twin reads it in worker threads and can interrupt a blocked read.
 """
@@ -38,18 +42,26 @@ import anyio
 import httpx
 import httpx_sse
 
-from .._exceptions import MalformedStreamError, ProviderError
+from .._exceptions import MalformedStreamError, ProviderError, UsageError
+from .._json import loads
 from ._errors import build_error, http_error
 
 __all__ = [
+    "SKIP",
+    "TRANSPORTS",
     "AsyncSource",
     "Source",
     "aevent_stream_source",
+    "aiter_ndjson",
     "aiter_sse_json",
     "andjson_source",
     "asdk_source",
+    "check_lean_client",
+    "decode_json",
     "event_stream_source",
+    "iter_ndjson",
     "iter_sse_json",
+    "lean_client",
     "ndjson_source",
     "sdk_source",
 ]
@@ -138,10 +150,117 @@ Decode = Callable[[str, str], Any]
 """``(provider, data) -> the decoded chunk``; raises ``MalformedStreamError``."""
 
 
+DecodeEvent = Callable[[str, str, str], Any]
+"""``(provider, event name, data) -> the decoded chunk``, or :data:`SKIP` to pass the event by.
+
+httpx-sse names an event without an ``event:`` field ``"message"``."""
+
+SKIP: Any = object()
+"""What a :data:`DecodeEvent` returns for an event that carries no chunk (a ping)."""
+
+
+class SSEReader:
+    """The ``text/event-stream`` framing, incrementally: text in, ``(event, data)`` pairs out.
+
+    Lines end at ``\\r\\n``, ``\\n`` or ``\\r`` (a ``\\r`` that ends one piece waits for the
+    next, which may start with its ``\\n``); a blank line dispatches the event; ``:`` starts a
+    comment; ``data`` lines join with ``\\n``; ``event`` names it (``"message"`` without one);
+    other fields are ignored. Only events with data come out: what httpx-sse's decoder yields,
+    minus the events without data, whatever the chunking (a hypothesis law checks exactly that),
+    at a fraction of the per-event cost: complete events are cut from the text in one go, and
+    a one-line ``data:`` event, the common case, needs no line loop.
+
+    >>> reader = SSEReader()
+    >>> reader.feed("event: ping\\ndata: {}\\n\\ndata: [1,")
+    [('ping', '{}')]
+    >>> reader.feed(" 2]\\r\\n\\r\\n: keep-alive\\n\\n")
+    [('message', '[1, 2]')]
+    """
+
+    __slots__ = ("_cr", "_newline", "_pending")
+
+    def __init__(self) -> None:
+        self._pending: list[str] = []
+        self._newline = False  # the pending text ends with a line end
+        self._cr = False  # a "\r" ended the last piece
+
+    def feed(self, text: str) -> list[tuple[str, str]]:
+        """The events that ``text`` completes, in order."""
+        if not self._pending and not self._cr and text.endswith("\n\n") and "\r" not in text:
+            # The common piece: whole events and nothing more (servers flush per event).
+            if text.startswith("data: ") and text.find("\n") == len(text) - 2:
+                return [("message", text[6:-2])] if len(text) > 8 else []
+            return self._blocks(text.split("\n\n")[:-1])
+        if self._cr:
+            text = "\r" + text
+            self._cr = False
+        if text.endswith("\r"):
+            text = text[:-1]
+            self._cr = True
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if not text:
+            return []
+        pending = self._pending
+        if "\n\n" not in text and not (self._newline and text[0] == "\n"):
+            pending.append(text)
+            self._newline = text[-1] == "\n"
+            return []
+        pending.append(text)
+        blocks = "".join(pending).split("\n\n")
+        rest = blocks.pop()
+        self._pending = [rest] if rest else []
+        self._newline = rest.endswith("\n")
+        return self._blocks(blocks)
+
+    @staticmethod
+    def _blocks(blocks: list[str]) -> list[tuple[str, str]]:
+        events: list[tuple[str, str]] = []
+        for block in blocks:
+            if block.startswith("data: ") and "\n" not in block:
+                if len(block) > 6:
+                    events.append(("message", block[6:]))
+                continue
+            event = _parse_block(block)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def finish(self) -> list[tuple[str, str]]:
+        """The end of the stream: a held ``\\r`` still ends a line (an unfinished event is lost)."""
+        if not self._cr:
+            return []
+        self._cr = False
+        return self.feed("\n")
+
+
+def _parse_block(block: str) -> tuple[str, str] | None:
+    name = ""
+    data: list[str] = []
+    for line in block.split("\n"):
+        if not line or line[0] == ":":
+            # A blank line can only lead a block (a third line end in a row): it dispatches
+            # what came before it, and nothing did.
+            continue
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+    joined = "\n".join(data)
+    return (name or "message", joined) if joined else None
+
+
 def decode_json(provider: str, data: str) -> Any:
-    """One ``data:`` payload as JSON, or a ``MalformedStreamError`` that does not quote it."""
+    """One ``data:`` payload as JSON, or a ``MalformedStreamError`` that does not quote it.
+
+    The hot path of every lean transport: :func:`reasoning_stream._json.loads` (msgspec when
+    the ``fast`` extra is installed) decodes exactly what ``json.loads`` decodes.
+    """
     try:
-        return json.loads(data)
+        return loads(data)
     except json.JSONDecodeError as error:
         # The payload itself stays out of the message: it may hold opaque reasoning state.
         raise build_error(
@@ -161,11 +280,14 @@ def iter_sse_json(
     provider: str,
     status_error: StatusError = http_error,
     decode: Decode = decode_json,
+    decode_event: DecodeEvent | None = None,
 ) -> Iterator[Any]:
     """POST ``body`` to ``url`` and yield each SSE ``data:`` payload, decoded.
 
     Comment lines (OpenRouter's ``: OPENROUTER PROCESSING`` keep-alives) and events without
     data are skipped; ``[DONE]`` ends the stream. Closing the generator closes the response.
+    ``decode_event``, when given, replaces ``decode`` and also sees the event's name (Anthropic
+    names its events; a ping is :data:`SKIP`, an ``error`` event raises).
 
     >>> with httpx.Client() as client:  # doctest: +SKIP
     ...     for chunk in iter_sse_json(client, url, body=body, headers={}, provider="x"):
@@ -176,16 +298,16 @@ def iter_sse_json(
         if response.status_code >= 400:
             response.read()
             raise status_error(provider, response)
-        try:
-            for event in source.iter_sse():
-                data = event.data
-                if not data:
-                    continue
-                if data.startswith(_DONE):
-                    return
+        _check_event_stream(provider, response)
+        for name, data in _sse_events(response.iter_text()):
+            if data.startswith(_DONE):
+                return
+            if decode_event is None:
                 yield decode(provider, data)
-        except httpx_sse.SSEError as error:
-            raise _not_a_stream(provider, error) from error
+                continue
+            chunk = decode_event(provider, name, data)
+            if chunk is not SKIP:
+                yield chunk
 
 
 async def aiter_sse_json(
@@ -197,6 +319,7 @@ async def aiter_sse_json(
     provider: str,
     status_error: StatusError = http_error,
     decode: Decode = decode_json,
+    decode_event: DecodeEvent | None = None,
 ) -> AsyncIterator[Any]:
     """Async twin of :func:`iter_sse_json`."""
     async with httpx_sse.aconnect_sse(
@@ -206,20 +329,52 @@ async def aiter_sse_json(
         if response.status_code >= 400:
             await response.aread()
             raise status_error(provider, response)
-        events = source.aiter_sse()
+        _check_event_stream(provider, response)
+        texts = response.aiter_text()
+        reader = SSEReader()
         try:
-            async for event in events:
-                data = event.data
-                if not data:
-                    continue
+            async for text in texts:
+                for name, data in reader.feed(text):
+                    if data.startswith(_DONE):
+                        await _drain(texts)
+                        return
+                    if decode_event is None:
+                        yield decode(provider, data)
+                        continue
+                    chunk = decode_event(provider, name, data)
+                    if chunk is not SKIP:
+                        yield chunk
+            for name, data in reader.finish():
                 if data.startswith(_DONE):
-                    await _drain(events)
                     return
-                yield decode(provider, data)
-        except httpx_sse.SSEError as error:
-            raise _not_a_stream(provider, error) from error
+                chunk = (
+                    decode(provider, data)
+                    if decode_event is None
+                    else (decode_event(provider, name, data))
+                )
+                if chunk is not SKIP:
+                    yield chunk
         finally:
-            await events.aclose()
+            await texts.aclose()  # type: ignore[attr-defined]
+
+
+def _sse_events(texts: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """``(event, data)`` for every event with data in the text pieces, in order."""
+    reader = SSEReader()
+    for text in texts:
+        yield from reader.feed(text)
+    yield from reader.finish()
+
+
+def _check_event_stream(provider: str, response: httpx.Response) -> None:
+    """A reply that is not ``text/event-stream`` (an HTML page, JSON) is a malformed stream."""
+    content_type = response.headers.get("content-type", "").partition(";")[0]
+    if "text/event-stream" not in content_type:
+        error = httpx_sse.SSEError(
+            "Expected response header Content-Type to contain 'text/event-stream', "
+            f"got {content_type!r}"
+        )
+        raise _not_a_stream(provider, error) from error
 
 
 def sse_source(stream: Iterator[Any]) -> Source:
@@ -257,6 +412,134 @@ def _not_a_stream(provider: str, error: Exception) -> MalformedStreamError:
     )
     assert isinstance(made, MalformedStreamError)
     return made
+
+
+# ------------------------------------------------------------------------ httpx + NDJSON
+
+
+def iter_ndjson(
+    client: httpx.Client,
+    url: str,
+    *,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    provider: str,
+    status_error: StatusError = http_error,
+    decode: Decode = decode_json,
+) -> Iterator[Any]:
+    """POST ``body`` to ``url`` and yield each line of the NDJSON reply, decoded.
+
+    Blank lines are skipped; closing the generator closes the response.
+    """
+    with client.stream("POST", url, json=body, headers=dict(headers)) as response:
+        if response.status_code >= 400:
+            response.read()
+            raise status_error(provider, response)
+        for line in _ndjson_lines(response.iter_text()):
+            yield decode(provider, line)
+
+
+async def aiter_ndjson(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    provider: str,
+    status_error: StatusError = http_error,
+    decode: Decode = decode_json,
+) -> AsyncIterator[Any]:
+    """Async twin of :func:`iter_ndjson`."""
+    async with client.stream("POST", url, json=body, headers=dict(headers)) as response:
+        if response.status_code >= 400:
+            await response.aread()
+            raise status_error(provider, response)
+        texts = response.aiter_text()
+        pending: list[str] = []
+        try:
+            async for text in texts:
+                for line in _split_lines(text, pending):
+                    yield decode(provider, line)
+            rest = "".join(pending)
+            if rest.strip(_JSON_SPACE):
+                yield decode(provider, rest)
+        finally:
+            await texts.aclose()  # type: ignore[attr-defined]
+
+
+_JSON_SPACE = " \t\r\n"
+
+
+def _split_lines(text: str, pending: list[str]) -> list[str]:
+    """The lines ``text`` completes (blank ones dropped: JSON whitespace only); the unfinished
+    rest stays pending.
+
+    NDJSON lines end at ``\\n`` alone (a ``\\r`` before it is whitespace to JSON), so a U+2028
+    inside a string, which ``str.splitlines`` would cut at, stays in its line.
+    """
+    if "\n" not in text:
+        pending.append(text)
+        return []
+    if pending:
+        pending.append(text)
+        text = "".join(pending)
+        pending.clear()
+    lines = text.split("\n")
+    rest = lines.pop()
+    if rest:
+        pending.append(rest)
+    return [line for line in lines if line.strip(_JSON_SPACE)]
+
+
+def _ndjson_lines(texts: Iterable[str]) -> Iterator[str]:
+    pending: list[str] = []
+    for text in texts:
+        yield from _split_lines(text, pending)
+    rest = "".join(pending)
+    if rest.strip(_JSON_SPACE):
+        yield rest
+
+
+# ---------------------------------------------------------------------- lean clients
+
+TRANSPORTS = ("sdk", "httpx")
+"""The transports a pipe with a lean path takes: its official SDK, or httpx alone."""
+
+
+def check_lean_client(transport: str, client: Any, http_client: Any, *, sdk: str) -> Any:
+    """Validate a pipe's ``transport``, ``client`` and ``http_client``; the client to keep.
+
+    ``sdk`` names the SDK's clients for the messages (``"an anthropic client"``).
+    """
+    if transport not in TRANSPORTS:
+        raise UsageError(f"transport must be 'sdk' or 'httpx', got {transport!r}")
+    if client is not None and http_client is not None:
+        raise UsageError("give client= or http_client=, not both")
+    if transport == "sdk":
+        if http_client is not None:
+            raise UsageError(
+                f"http_client= is for transport='httpx'; with the SDK pass {sdk} built on "
+                "your httpx client as client= instead"
+            )
+        return client
+    given = client if client is not None else http_client
+    if given is not None and not isinstance(given, (httpx.Client, httpx.AsyncClient)):
+        raise UsageError(
+            "transport='httpx' needs an httpx.Client or httpx.AsyncClient, got "
+            f"{type(given).__name__}; pass it as http_client=, or use transport='sdk' with "
+            f"{sdk}"
+        )
+    return given
+
+
+def lean_client(*, asynchronous: bool, timeout: float | None) -> httpx.Client | httpx.AsyncClient:
+    """An httpx client for a lean transport the pipe builds itself.
+
+    Without a ``timeout``: the SDKs' defaults, 600 s between reads (reasoning models may think
+    a long while before the first byte) and 5 s to connect.
+    """
+    limit = httpx.Timeout(timeout) if timeout is not None else httpx.Timeout(600.0, connect=5.0)
+    return (httpx.AsyncClient if asynchronous else httpx.Client)(timeout=limit)
 
 
 # ------------------------------------------------------------------- boto3 event streams

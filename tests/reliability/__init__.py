@@ -179,6 +179,48 @@ def _responses(url: str, flavour: Flavour, timeout: float, name: str) -> Built:
     return Built(pipe, client.close)
 
 
+def _anthropic_httpx(url: str, flavour: Flavour, timeout: float, name: str) -> Built:
+    client = _httpx_client(flavour, timeout)
+    pipe = AnthropicPipe(
+        "claude-sonnet-4-6",
+        transport="httpx",
+        http_client=client,
+        base_url=url,
+        api_key=API_KEY,
+        thinking={"type": "enabled", "budget_tokens": 2048},
+        timeout=timeout,
+    )
+    return Built(pipe, _closer(client))
+
+
+def _responses_httpx(url: str, flavour: Flavour, timeout: float, name: str) -> Built:
+    client = _httpx_client(flavour, timeout)
+    pipe = OpenAIResponsesPipe(
+        "o4-mini",
+        transport="httpx",
+        http_client=client,
+        base_url=url + "/v1",
+        api_key=API_KEY,
+        timeout=timeout,
+    )
+    return Built(pipe, _closer(client))
+
+
+def _ollama_httpx(url: str, flavour: Flavour, timeout: float, name: str) -> Built:
+    client = _httpx_client(flavour, timeout)
+    api: Literal["chat", "generate"] = "generate" if "generate" in name else "chat"
+    pipe = OllamaPipe(
+        "qwen3",
+        transport="httpx",
+        http_client=client,
+        base_url=url,
+        api=api,
+        think=True,
+        timeout=timeout,
+    )
+    return Built(pipe, _closer(client))
+
+
 def _chat_model(name: str) -> str:
     # The R1 transcript relies on the model id: its template pre-fills the open tag.
     return "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B" if "r1" in name else "Qwen/Qwen3-8B"
@@ -278,6 +320,25 @@ def _own_anthropic(url: str, timeout: float, name: str) -> ProviderPipe:
     return AnthropicPipe("claude-sonnet-4-6", base_url=url, api_key=API_KEY, timeout=timeout)
 
 
+def _own_anthropic_httpx(url: str, timeout: float, name: str) -> ProviderPipe:
+    return AnthropicPipe(
+        "claude-sonnet-4-6", transport="httpx", base_url=url, api_key=API_KEY, timeout=timeout
+    )
+
+
+def _own_responses_httpx(url: str, timeout: float, name: str) -> ProviderPipe:
+    return OpenAIResponsesPipe(
+        "o4-mini", transport="httpx", base_url=url + "/v1", api_key=API_KEY, timeout=timeout
+    )
+
+
+def _own_ollama_httpx(url: str, timeout: float, name: str) -> ProviderPipe:
+    api: Literal["chat", "generate"] = "generate" if "generate" in name else "chat"
+    return OllamaPipe(
+        "qwen3", transport="httpx", base_url=url, api_key=API_KEY, api=api, timeout=timeout
+    )
+
+
 def _own_responses(url: str, timeout: float, name: str) -> ProviderPipe:
     return OpenAIResponsesPipe("o4-mini", base_url=url + "/v1", api_key=API_KEY, timeout=timeout)
 
@@ -372,6 +433,22 @@ TARGETS: dict[str, Target] = {
             showcase="openai_responses_summary",
         ),
         _target(
+            "anthropic-httpx",
+            "anthropic_",
+            _anthropic_httpx,
+            _own_anthropic_httpx,
+            provider="anthropic",
+            showcase="anthropic_thinking",
+        ),
+        _target(
+            "openai-responses-httpx",
+            "openai_responses_",
+            _responses_httpx,
+            _own_responses_httpx,
+            provider="openai-responses",
+            showcase="openai_responses_summary",
+        ),
+        _target(
             "openai-chat-sdk",
             "openai_chat_",
             _chat_sdk,
@@ -408,6 +485,14 @@ TARGETS: dict[str, Target] = {
             "ollama_",
             _ollama,
             _own_ollama,
+            provider="ollama",
+            showcase="ollama_chat_reasoning",
+        ),
+        _target(
+            "ollama-httpx",
+            "ollama_",
+            _ollama_httpx,
+            _own_ollama_httpx,
             provider="ollama",
             showcase="ollama_chat_reasoning",
         ),

@@ -1,23 +1,47 @@
 """The Anthropic Messages API: extended thinking, signatures and redacted thinking.
 
 :class:`AnthropicPipe` builds the request (:mod:`.request`: thinking blocks back at the head of
-their assistant turn), opens the stream with the official ``anthropic`` SDK, and the shared
+their assistant turn), opens the stream with the official ``anthropic`` SDK or the lean httpx
+transport (``transport="httpx"``: httpx + httpx-sse, the events as plain dicts), and the shared
 driver feeds the raw events through an :class:`~.translate.AnthropicTranslator`.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Mapping
-from typing import Any, ClassVar, Unpack
+from typing import Any, ClassVar, Literal, Unpack
+
+import httpx
 
 from ..._conversation import PassbackPolicy
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe, require
-from .._errors import provider_error
+from .._errors import (
+    build_error,
+    caused_by_status,
+    decode_body,
+    provider_error,
+    retry_after_seconds,
+)
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
-from .._transports import AsyncSource, Source, asdk_source, sdk_source
+from .._transports import (
+    SKIP,
+    AsyncSource,
+    Source,
+    aiter_sse_json,
+    asdk_source,
+    asse_source,
+    check_lean_client,
+    decode_json,
+    iter_sse_json,
+    lean_client,
+    sdk_source,
+    sse_source,
+)
 from . import request
 from .effort import PLANNER, keeps_earlier_thinking
 from .request import INTERLEAVED_BETA, convert_turns, needs_interleaved_beta
@@ -30,6 +54,11 @@ DEFAULT_MAX_TOKENS = 4096
 
 # SDK keyword arguments that name no body field, and therefore cannot go in `extra_body`.
 _NAMED_ARGUMENTS = ("model", "max_tokens", "messages")
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+"""The API root the lean transport posts to without ``base_url`` or ``$ANTHROPIC_BASE_URL``."""
+API_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header the lean transport sends (the SDK's own)."""
 
 
 class AnthropicPipe(ProviderPipe):
@@ -51,6 +80,11 @@ class AnthropicPipe(ProviderPipe):
             below the budget raises ``UsageError``.
         thinking: the ``thinking`` request field, e.g. ``{"type": "enabled",
             "budget_tokens": 2048}`` or ``{"type": "adaptive"}``; omitted when ``None``.
+        transport: ``"sdk"`` (the default: the ``anthropic`` SDK) or ``"httpx"`` (the lean
+            transport: httpx and httpx-sse post the same body and read the same events as
+            plain dicts, without the SDK's model objects; same results, a fraction of the CPU).
+        http_client: the ``httpx.Client``/``AsyncClient`` for ``transport="httpx"`` (or pass
+            it as ``client=``); without one the pipe builds its own.
 
     Example::
 
@@ -75,9 +109,13 @@ class AnthropicPipe(ProviderPipe):
         *,
         max_tokens: int | None = None,
         thinking: Mapping[str, Any] | None = None,
+        transport: Literal["sdk", "httpx"] = "sdk",
+        http_client: httpx.Client | httpx.AsyncClient | None = None,
         **options: Unpack[EndpointOptions],
     ) -> None:
         super().__init__(model, **options)
+        self.transport = transport
+        self._set_lean_client(http_client)
         if max_tokens is not None and max_tokens < 1:
             raise UsageError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.max_tokens = max_tokens
@@ -159,12 +197,19 @@ class AnthropicPipe(ProviderPipe):
     # -------------------------------------------------------------------------- clients
 
     def is_async_client(self, client: Any) -> bool:
-        """The SDK's async clients (``AsyncAnthropic``, ``AsyncAnthropicBedrock``, ...)."""
+        """The SDK's async clients (``AsyncAnthropic``, ...), or ``httpx.AsyncClient``."""
+        if isinstance(client, (httpx.Client, httpx.AsyncClient)):
+            return isinstance(client, httpx.AsyncClient)
         # They share no public base class, but every one of them has a coroutine close().
         return inspect.iscoroutinefunction(getattr(client, "close", None))
 
     def build_client(self, *, asynchronous: bool) -> Any:
-        """``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` from the pipe's options."""
+        """``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` from the pipe's options.
+
+        With ``transport="httpx"``, an httpx client with the pipe's timeout.
+        """
+        if self.transport == "httpx":
+            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
         anthropic = require("anthropic", self.extra)
         cls = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
         return cls(**self._client_options())
@@ -176,12 +221,56 @@ class AnthropicPipe(ProviderPipe):
         )
 
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
-        """``messages.create(stream=True)`` with the sync client."""
+        """``messages.create(stream=True)`` with the sync client (or the lean transport)."""
+        if self.transport == "httpx":
+            return sse_source(iter_sse_json(client, **self._lean_request(client, prompt)))
         return sdk_source(client.messages.create(**self._create_arguments(prompt)))
 
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
-        """``messages.create(stream=True)`` with the async client."""
+        """``messages.create(stream=True)`` with the async client (or the lean transport)."""
+        if self.transport == "httpx":
+            return asse_source(aiter_sse_json(client, **self._lean_request(client, prompt)))
         return asdk_source(await client.messages.create(**self._create_arguments(prompt)))
+
+    # ------------------------------------------------------------------ lean transport
+
+    def _set_lean_client(self, http_client: Any) -> None:
+        self.client = check_lean_client(
+            self.transport, self.client, http_client, sdk="an anthropic.Anthropic client"
+        )
+        if http_client is not None and self.endpoint is None:
+            self.endpoint = str(http_client.base_url).rstrip("/") or None
+
+    async def aclose_client(self, client: Any) -> None:
+        """Close an async client built for one run (httpx's is ``aclose()``)."""
+        await (client.aclose() if isinstance(client, httpx.AsyncClient) else client.close())
+
+    def _lean_request(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
+        """The lean transport's arguments: the SDK's URL, headers and body, as plain JSON."""
+        base = self.base_url or os.environ.get("ANTHROPIC_BASE_URL")
+        if base:
+            url = f"{base.rstrip('/')}/v1/messages"
+        elif self.client is not None and str(client.base_url):
+            url = "v1/messages"
+        else:
+            url = f"{DEFAULT_BASE_URL}/v1/messages"
+        headers = {"anthropic-version": API_VERSION, "accept": "application/json"}
+        key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
+        token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        if key:
+            headers["x-api-key"] = key
+        elif token:
+            headers["authorization"] = f"Bearer {token}"
+        body = self.build_request(prompt)
+        body["stream"] = True
+        return {
+            "url": url,
+            "body": body,
+            "headers": headers,
+            "provider": self.provider or PROVIDER,
+            "status_error": _status_error,
+            "decode_event": _decode_event,
+        }
 
     # ------------------------------------------------------------------------- one-shot
 
@@ -195,12 +284,24 @@ class AnthropicPipe(ProviderPipe):
         return arguments
 
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """``messages.create()`` without ``stream`` with the sync client; the ``Message``."""
+        """``messages.create()`` without ``stream`` with the sync client; the ``Message``.
+
+        With ``transport="httpx"``, the same body POSTed with httpx; the message as a dict.
+        """
+        if self.transport == "httpx":
+            return post_json(client, **self._lean_oneshot(client, prompt))
         return client.messages.create(**self._oneshot_arguments(prompt))
 
     async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """Async twin of :meth:`create_response`."""
+        if self.transport == "httpx":
+            return await apost_json(client, **self._lean_oneshot(client, prompt))
         return await client.messages.create(**self._oneshot_arguments(prompt))
+
+    def _lean_oneshot(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
+        arguments = self._lean_request(client, prompt)
+        del arguments["body"]["stream"], arguments["decode_event"]
+        return arguments
 
     # --------------------------------------------------------------------------- errors
 
@@ -221,6 +322,39 @@ class AnthropicPipe(ProviderPipe):
             return stream_error(body, provider=self.provider or PROVIDER)
         what = f"{error_type}: {message}" if error_type and message else None
         return provider_error(self.provider or self.name, error, what=what)
+
+
+def _decode_event(provider: str, name: str, data: str) -> Any:
+    """One event of the lean transport, read as the SDK reads it.
+
+    Pings and events without an ``event:`` name are passed by; an ``error`` event raises the
+    error the SDK path reports for it (its body need not even be JSON).
+    """
+    if name == "ping" or name == "message":
+        return SKIP
+    if name == "error":
+        try:
+            body: Any = decode_json(provider, data)
+        except ProviderError:
+            body = data
+        raise stream_error(body, provider=provider)
+    return decode_json(provider, data)
+
+
+def _status_error(provider: str, response: httpx.Response) -> ProviderError:
+    """An HTTP error reply as the SDK path reports it: ``"<type>: <message>"``, the whole body."""
+    body = decode_body(response)
+    error_type, message = error_details(body)
+    what = f"{error_type}: {message}" if error_type and message else message
+    error = build_error(
+        provider,
+        what or response.reason_phrase or "the request failed",
+        detail=f"HTTP {response.status_code}",
+        status=response.status_code,
+        retry_after=retry_after_seconds(response.headers),
+        body=body,
+    )
+    return caused_by_status(error, response)
 
 
 _ONESHOT_TIMEOUT = 600.0

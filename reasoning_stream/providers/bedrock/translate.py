@@ -30,6 +30,7 @@ from ..._events import (
     Usage,
     UsageReport,
 )
+from ..._json import loads
 from ..._tags import Scanner
 from .._errors import build_error
 from ..anthropic.translate import AnthropicTranslator
@@ -505,7 +506,7 @@ class InvokeStreamTranslator:
         if not isinstance(raw, bytes | bytearray | str) or not raw:
             return []
         try:
-            data = json.loads(raw)
+            data = loads(bytes(raw) if isinstance(raw, bytearray) else raw)
         except ValueError as error:
             raise build_error(
                 self.provider, f"a stream chunk is not JSON ({error})", malformed=True

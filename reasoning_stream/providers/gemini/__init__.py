@@ -28,7 +28,6 @@ never sent back.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -39,6 +38,7 @@ import httpx
 from ..._conversation import PassbackPolicy
 from ..._effort import merge_params
 from ..._exceptions import ProviderError
+from ..._json import loads
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe
 from .._errors import build_error, retry_after_seconds
@@ -108,7 +108,7 @@ def _decode(provider: str, data: str) -> Any:
     if not data.strip():
         return None
     try:
-        return json.loads(data)
+        return loads(data)
     except ValueError as error:
         raise build_error(
             provider, "the stream sent an event whose data is not JSON", malformed=True

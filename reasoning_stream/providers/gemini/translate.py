@@ -103,34 +103,41 @@ class GeminiTranslator:
         self._parts = 0
         self._text_length = 0
         self._calls = 0
+        self._last_usage: tuple[int | None, int | None, int | None] | None = None
 
     def feed(self, chunk: Any) -> list[Event]:
         """Translate one streamed response object."""
         if isinstance(chunk, list):
             return [event for item in chunk for event in self.feed(item)]
-        if not isinstance(chunk, Mapping):
+        if type(chunk) is not dict and not isinstance(chunk, Mapping):
             return []
-        error = error_object(chunk)
-        if error is not None:
-            raise gemini_error(self.provider, error, body=dict(chunk))
+        if "error" in chunk:
+            error = error_object(chunk)
+            if error is not None:
+                raise gemini_error(self.provider, error, body=dict(chunk))
         response_id = chunk.get("responseId")
-        if isinstance(response_id, str) and response_id:
+        if response_id and isinstance(response_id, str) and response_id != self.response_id:
             self.response_id = response_id
 
         events: list[Event] = []
         candidates = chunk.get("candidates")
-        candidate = candidates[0] if isinstance(candidates, list) and candidates else None
-        if isinstance(candidate, Mapping):
+        candidate: Any = candidates[0] if isinstance(candidates, list) and candidates else None
+        is_candidate = type(candidate) is dict or isinstance(candidate, Mapping)
+        if is_candidate:
             index = int_of(candidate.get("index")) or 0
             content = candidate.get("content")
-            parts = content.get("parts") if isinstance(content, Mapping) else None
+            parts = (
+                content.get("parts")
+                if type(content) is dict or isinstance(content, Mapping)
+                else None
+            )
             for part in parts if isinstance(parts, list) else ():
-                if isinstance(part, Mapping):
+                if type(part) is dict or isinstance(part, Mapping):
                     events.extend(self._part(index, part))
         usage = chunk.get("usageMetadata")
-        if isinstance(usage, Mapping):
+        if type(usage) is dict or isinstance(usage, Mapping):
             events.extend(self._usage(usage))
-        if isinstance(candidate, Mapping):
+        if is_candidate:
             reason = candidate.get("finishReason")
             if isinstance(reason, str) and reason:
                 events.extend(self._close_thought())
@@ -165,33 +172,34 @@ class GeminiTranslator:
     def _part(self, candidate: int, part: Mapping[str, Any]) -> list[Event]:
         position = self._parts
         self._parts += 1
-        extra: dict[str, Any] = {"text_offset": self._text_length, "call_index": self._calls}
-        events: list[Event] = []
+        text_offset, call_index = self._text_length, self._calls
+        extra: dict[str, Any]
         text = str_of(part.get("text"))
         if part.get("thought"):
-            extra["part"] = "thought"
+            extra = {"part": "thought"}
             self._in_thought = True
-            if text:
-                events.append(ReasoningDelta(text))
+            events: list[Event] = [ReasoningDelta(text)] if text else []
         else:
-            events.extend(self._close_thought())
+            events = self._close_thought() if self._in_thought else []
             call = part.get("functionCall")
             if isinstance(call, Mapping):
                 tool_call = self._tool_call(call)
-                extra.update(part="function_call", name=tool_call.name, call_id=tool_call.id)
+                extra = {"part": "function_call", "name": tool_call.name, "call_id": tool_call.id}
                 if isinstance(call.get("id"), str) and call["id"]:
                     extra["id"] = call["id"]
                 events.append(tool_call)
             elif "text" in part:
-                extra["part"] = "text" if text else "empty"
+                extra = {"part": "text" if text else "empty"}
                 if text:
                     self._text_length += len(text)
                     events.append(TextDelta(text))
             else:
-                extra["part"] = "other"
-                extra["raw"] = {k: v for k, v in part.items() if k != "thoughtSignature"}
+                raw = {k: v for k, v in part.items() if k != "thoughtSignature"}
+                extra = {"part": "other", "raw": raw}
         signature = part.get("thoughtSignature")
         if isinstance(signature, str) and signature:
+            extra["text_offset"] = text_offset
+            extra["call_index"] = call_index
             state = ReasoningState(
                 provider=self.provider,
                 model=self.model,
@@ -226,5 +234,11 @@ class GeminiTranslator:
         output = None if answer is None and thoughts is None else (answer or 0) + (thoughts or 0)
         if prompt is None and output is None:
             return []
+        counts = (prompt, output, thoughts)
+        if counts == self._last_usage:
+            # Gemini repeats the running counts on every chunk: an unchanged report adds
+            # nothing to what the last one said.
+            return []
+        self._last_usage = counts
         usage_report = Usage(input_tokens=prompt, output_tokens=output, reasoning_tokens=thoughts)
         return [UsageReport(usage_report)]

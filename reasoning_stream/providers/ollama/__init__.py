@@ -1,4 +1,5 @@
-"""Ollama: the ``/api/chat`` and ``/api/generate`` NDJSON streams, through the ``ollama`` SDK.
+"""Ollama: the ``/api/chat`` and ``/api/generate`` NDJSON streams, through the ``ollama`` SDK
+or the lean httpx transport (``transport="httpx"``: the same body, each line decoded as a dict).
 
 Ollama reports reasoning natively (``message.thinking`` on chat, ``thinking`` on generate) when
 ``think`` is on. Models run with thinking off, and older models, write ``<think>`` tags inline in
@@ -17,14 +18,33 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeAlias, Unpack
 
+import httpx
+
 from ..._conversation import PassbackPolicy
 from ..._effort import merge_params
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe, require
-from .._errors import build_error, provider_error, retry_after_seconds
+from .._errors import (
+    build_error,
+    caused_by_status,
+    decode_body,
+    provider_error,
+    retry_after_seconds,
+)
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
-from .._transports import AsyncSource, Source, andjson_source, ndjson_source
+from .._transports import (
+    AsyncSource,
+    Source,
+    aiter_ndjson,
+    andjson_source,
+    check_lean_client,
+    decode_json,
+    iter_ndjson,
+    lean_client,
+    ndjson_source,
+)
 from . import request
 from .effort import PLANNER
 from .translate import OllamaTranslator
@@ -64,6 +84,11 @@ class OllamaPipe(ProviderPipe):
         client: an ``ollama.Client`` (for ``run()``) or ``ollama.AsyncClient`` (``arun()``).
         base_url: the server (default ``$OLLAMA_HOST``, else ``http://localhost:11434``).
         api_key: a bearer token for hosted Ollama; never shown in errors.
+        transport: ``"sdk"`` (the default: the ``ollama`` SDK) or ``"httpx"`` (the lean
+            transport: httpx posts the body the SDK would and decodes each NDJSON line as a
+            plain dict, without the SDK's model objects; same results, a fraction of the CPU).
+        http_client: the ``httpx.Client``/``AsyncClient`` for ``transport="httpx"`` (or pass
+            it as ``client=``); without one the pipe builds its own.
 
     >>> pipe = OllamaPipe("qwen3", think=True)            # doctest: +SKIP
     >>> pipe.set_streaming_callback(print).run("Why is the sky blue?")  # doctest: +SKIP
@@ -87,6 +112,8 @@ class OllamaPipe(ProviderPipe):
         inline_tags: bool | Literal["auto"] = "auto",
         start_in_reasoning: bool = False,
         tags: Iterable[str] | None = None,
+        transport: Literal["sdk", "httpx"] = "sdk",
+        http_client: httpx.Client | httpx.AsyncClient | None = None,
         **pipe_options: Unpack[EndpointOptions],
     ) -> None:
         if api not in ("chat", "generate"):
@@ -110,6 +137,8 @@ class OllamaPipe(ProviderPipe):
         self.tags: tuple[str, ...] | None = tuple(tags) if tags is not None else None
         # The scope of what this pipe's turns may get back is the server it really talks to:
         # a given client's own host, else base_url, $OLLAMA_HOST or the default.
+        self.transport = transport
+        self.client = check_lean_client(transport, self.client, http_client, sdk="an ollama.Client")
         self.host = (
             self.base_url
             or _client_host(self.client)
@@ -157,11 +186,18 @@ class OllamaPipe(ProviderPipe):
     # --------------------------------------------------------------------------- clients
 
     def is_async_client(self, client: Any) -> bool:
-        """``ollama.AsyncClient`` (its ``chat`` is a coroutine function)."""
+        """``ollama.AsyncClient`` (its ``chat`` is a coroutine function), ``httpx.AsyncClient``."""
+        if isinstance(client, (httpx.Client, httpx.AsyncClient)):
+            return isinstance(client, httpx.AsyncClient)
         return inspect.iscoroutinefunction(getattr(client, "chat", None))
 
     def build_client(self, *, asynchronous: bool) -> Any:
-        """``ollama.Client`` or ``ollama.AsyncClient`` for ``host``, with the key as a bearer."""
+        """``ollama.Client`` or ``ollama.AsyncClient`` for ``host``, with the key as a bearer.
+
+        With ``transport="httpx"``, an httpx client with the pipe's timeout.
+        """
+        if self.transport == "httpx":
+            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
         ollama = require("ollama", self.extra)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
         cls = ollama.AsyncClient if asynchronous else ollama.Client
@@ -185,19 +221,45 @@ class OllamaPipe(ProviderPipe):
         """The SDK's lazy NDJSON generator (the request goes out on the first read)."""
         call = self.build_request(prompt)
         self.last_server_timings = None
+        if self.transport == "httpx":
+            return ndjson_source(iter_ndjson(client, **self._lean_request(call)))
         return ndjson_source(getattr(client, self.api)(**call))
 
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
         """Async twin of :meth:`open_stream`."""
         call = self.build_request(prompt)
         self.last_server_timings = None
+        if self.transport == "httpx":
+            return andjson_source(aiter_ndjson(client, **self._lean_request(call)))
         return andjson_source(await getattr(client, self.api)(**call))
+
+    # ------------------------------------------------------------------ lean transport
+
+    async def aclose_client(self, client: Any) -> None:
+        """Close an async client built for one run (httpx's is ``aclose()``)."""
+        await (client.aclose() if isinstance(client, httpx.AsyncClient) else client.close())
+
+    def _lean_request(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        """The lean transport's arguments: the SDK's URL, bearer key and JSON body."""
+        headers = {"Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return {
+            "url": f"{_host_root(self.host)}/api/{self.api}",
+            "body": _wire_body(call),
+            "headers": headers,
+            "provider": self.provider or self.name,
+            "status_error": _status_error,
+            "decode": _decode,
+        }
 
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """The SDK call with ``"stream": false``; the one reply."""
         call = self.build_request(prompt)
         call["stream"] = False
         self.last_server_timings = None
+        if self.transport == "httpx":
+            return post_json(client, **self._lean_oneshot(call))
         return getattr(client, self.api)(**call)
 
     async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
@@ -205,7 +267,14 @@ class OllamaPipe(ProviderPipe):
         call = self.build_request(prompt)
         call["stream"] = False
         self.last_server_timings = None
+        if self.transport == "httpx":
+            return await apost_json(client, **self._lean_oneshot(call))
         return await getattr(client, self.api)(**call)
+
+    def _lean_oneshot(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        arguments = self._lean_request(call)
+        del arguments["decode"]
+        return arguments
 
     def stream_ended(self, translator: Any) -> None:
         """Keep the server's timings of the stream that ended."""
@@ -234,9 +303,62 @@ class OllamaPipe(ProviderPipe):
         return provider_error(provider, error)
 
 
+def _host_root(host: str) -> str:
+    """``host`` as a URL root, as the SDK reads ``OLLAMA_HOST``: a bare host gets ``http://``
+    and, without a port, Ollama's 11434."""
+    if "://" in host:
+        return host.rstrip("/")
+    name, _, rest = host.partition("/")
+    if ":" not in name.rsplit("]", 1)[-1]:
+        name += ":11434"
+    return f"http://{name}" + (f"/{rest.rstrip('/')}" if rest.strip("/") else "")
+
+
+def _wire_body(call: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON body the SDK sends for ``call``: it drops a message's empty fields, and a chat
+    request always names its tools."""
+    body = dict(call)
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        body.setdefault("tools", [])
+        body["messages"] = [
+            {key: value for key, value in message.items() if value} for message in messages
+        ]
+    return body
+
+
+def _decode(provider: str, line: str) -> Any:
+    """One NDJSON line; an ``error`` line raises what the SDK path reports for it."""
+    chunk = decode_json(provider, line)
+    if type(chunk) is dict:
+        reason = chunk.get("error")
+        if reason:
+            text = reason if isinstance(reason, str) else str(reason)
+            raise build_error(provider, text, detail="error in the stream", body=reason)
+    return chunk
+
+
+def _status_error(provider: str, response: httpx.Response) -> ProviderError:
+    """An HTTP error reply as the SDK path reports it: the body's ``error``, else its text."""
+    body = decode_body(response)
+    reason = body.get("error", body) if isinstance(body, Mapping) else body
+    text = reason if isinstance(reason, str) else response.text
+    error = build_error(
+        provider,
+        text,
+        detail=f"HTTP {response.status_code}",
+        status=response.status_code,
+        retry_after=retry_after_seconds(response.headers),
+        body=reason if isinstance(reason, str) else text,
+    )
+    return caused_by_status(error, response)
+
+
 def _client_host(client: Any) -> str | None:
-    """The server an ``ollama.Client`` talks to (its httpx client's base URL)."""
-    inner = getattr(client, "_client", None)
+    """The server an ``ollama.Client`` talks to (its httpx client's base URL), or the base
+    URL of the httpx client given to the lean transport."""
+    inner = client if isinstance(client, httpx.Client | httpx.AsyncClient) else None
+    inner = inner or getattr(client, "_client", None)
     root = str(getattr(inner, "base_url", "") or "").rstrip("/")
     return root or None
 

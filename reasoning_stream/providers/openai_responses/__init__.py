@@ -1,23 +1,41 @@
 """The OpenAI Responses API (``POST /v1/responses``): reasoning models, Codex, gpt-oss servers.
 
 :class:`OpenAIResponsesPipe` builds the input items (:mod:`.request`: reasoning items replayed
-before the items they preceded), opens the stream with the official ``openai`` SDK, and the
+before the items they preceded), opens the stream with the official ``openai`` SDK or the lean
+httpx transport (``transport="httpx"``: httpx + httpx-sse, the events as plain dicts), and the
 shared driver feeds the events through an :class:`~.translate.OpenAIResponsesTranslator`.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Mapping
-from typing import Any, ClassVar, Unpack
+from typing import Any, ClassVar, Literal, Unpack
+
+import httpx
 
 from ..._conversation import PassbackPolicy
-from ..._exceptions import UsageError
+from ..._exceptions import ProviderError, UsageError
 from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe, require
+from .._errors import build_error
+from .._oneshot import apost_json, post_json
 from .._spec import Demo, ProviderSpec
-from .._transports import AsyncSource, Source, asdk_source, sdk_source
+from .._transports import (
+    AsyncSource,
+    Source,
+    aiter_sse_json,
+    asdk_source,
+    asse_source,
+    check_lean_client,
+    decode_json,
+    iter_sse_json,
+    lean_client,
+    sdk_source,
+    sse_source,
+)
 from . import request
 from .effort import PLANNER
 from .translate import (
@@ -32,6 +50,8 @@ __all__ = ["SPEC", "OpenAIResponsesPipe", "OpenAIResponsesTranslator"]
 
 _STATE_KINDS = frozenset({REASONING_ITEM_KIND, ENCRYPTED_KIND})
 _ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""The API root the lean transport posts to without ``base_url`` or ``$OPENAI_BASE_URL``."""
 
 
 class OpenAIResponsesPipe(ProviderPipe):
@@ -57,6 +77,11 @@ class OpenAIResponsesPipe(ProviderPipe):
             (``{"reasoning": {"effort": "high"}}`` keeps the summary setting).
         max_retries: SDK retries for clients the pipe builds (default 0: a retry would
             replay the stream into the channel).
+        transport: ``"sdk"`` (the default: the ``openai`` SDK) or ``"httpx"`` (the lean
+            transport: httpx and httpx-sse post the same body and read the same events as
+            plain dicts, without the SDK's model objects; same results, a fraction of the CPU).
+        http_client: the ``httpx.Client``/``AsyncClient`` for ``transport="httpx"`` (or pass
+            it as ``client=``); without one the pipe builds its own.
 
     >>> pipe = OpenAIResponsesPipe("o4-mini", base_url="http://localhost:8000/v1", api_key="k")
     >>> pipe.build_request("Hi")["reasoning"]
@@ -79,9 +104,13 @@ class OpenAIResponsesPipe(ProviderPipe):
         reasoning_summary: str | None = "auto",
         instructions: str | None = None,
         max_retries: int = 0,
+        transport: Literal["sdk", "httpx"] = "sdk",
+        http_client: httpx.Client | httpx.AsyncClient | None = None,
         **options: Unpack[EndpointOptions],
     ) -> None:
         super().__init__(model, **options)
+        self.transport = transport
+        self._set_lean_client(http_client)
         self.store = store
         self.reasoning_summary = reasoning_summary
         self.instructions = instructions
@@ -200,11 +229,21 @@ class OpenAIResponsesPipe(ProviderPipe):
         return {**super()._client_options(), "max_retries": self.max_retries}
 
     def is_async_client(self, client: Any) -> bool:
-        """``openai.AsyncOpenAI`` and anything whose ``responses.create`` is a coroutine."""
+        """``openai.AsyncOpenAI`` and anything whose ``responses.create`` is a coroutine.
+
+        With the lean transport, ``httpx.AsyncClient``.
+        """
+        if isinstance(client, (httpx.Client, httpx.AsyncClient)):
+            return isinstance(client, httpx.AsyncClient)
         return inspect.iscoroutinefunction(field_of(field_of(client, "responses"), "create"))
 
     def build_client(self, *, asynchronous: bool) -> Any:
-        """``openai.OpenAI`` or ``openai.AsyncOpenAI`` from the pipe's options."""
+        """``openai.OpenAI`` or ``openai.AsyncOpenAI`` from the pipe's options.
+
+        With ``transport="httpx"``, an httpx client with the pipe's timeout.
+        """
+        if self.transport == "httpx":
+            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
         openai = require("openai", self.extra)
         class_name = "AsyncOpenAI" if asynchronous else "OpenAI"
         try:
@@ -222,19 +261,59 @@ class OpenAIResponsesPipe(ProviderPipe):
         )
 
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
-        """``responses.create(stream=True)`` with the sync client."""
+        """``responses.create(stream=True)`` with the sync client (or the lean transport)."""
+        if self.transport == "httpx":
+            return sse_source(iter_sse_json(client, **self._lean_request(client, prompt)))
         body = self.build_request(prompt)
         create = client.responses.create
         return sdk_source(create(**request.sdk_arguments(create, body)))
 
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
-        """``responses.create(stream=True)`` with the async client."""
+        """``responses.create(stream=True)`` with the async client (or the lean transport)."""
+        if self.transport == "httpx":
+            return asse_source(aiter_sse_json(client, **self._lean_request(client, prompt)))
         body = self.build_request(prompt)
         create = client.responses.create
         return asdk_source(await create(**request.sdk_arguments(create, body)))
 
+    # ------------------------------------------------------------------ lean transport
+
+    def _set_lean_client(self, http_client: Any) -> None:
+        self.client = check_lean_client(
+            self.transport, self.client, http_client, sdk="an openai.OpenAI client"
+        )
+        if http_client is not None and self.endpoint is None:
+            self.endpoint = str(http_client.base_url).rstrip("/") or None
+
+    async def aclose_client(self, client: Any) -> None:
+        """Close an async client built for one run (httpx's is ``aclose()``)."""
+        await (client.aclose() if isinstance(client, httpx.AsyncClient) else client.close())
+
+    def _lean_request(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
+        """The lean transport's arguments: the SDK's URL, bearer key and body, as plain JSON."""
+        base = self.base_url or os.environ.get("OPENAI_BASE_URL")
+        if base:
+            url = f"{base.rstrip('/')}/responses"
+        elif self.client is not None and str(client.base_url):
+            url = "responses"
+        else:
+            url = f"{DEFAULT_BASE_URL}/responses"
+        key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        return {
+            "url": url,
+            "body": self.build_request(prompt),
+            "headers": {"Authorization": f"Bearer {key}"} if key else {},
+            "provider": self.provider or PROVIDER,
+            "decode": _decode,
+        }
+
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """``responses.create()`` without ``stream`` with the sync client; the ``Response``."""
+        """``responses.create()`` without ``stream`` with the sync client; the ``Response``.
+
+        With ``transport="httpx"``, the same body POSTed with httpx; the response as a dict.
+        """
+        if self.transport == "httpx":
+            return post_json(client, **self._lean_oneshot(client, prompt))
         body = self.build_request(prompt)
         body.pop("stream", None)
         create = client.responses.create
@@ -242,10 +321,40 @@ class OpenAIResponsesPipe(ProviderPipe):
 
     async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """Async twin of :meth:`create_response`."""
+        if self.transport == "httpx":
+            return await apost_json(client, **self._lean_oneshot(client, prompt))
         body = self.build_request(prompt)
         body.pop("stream", None)
         create = client.responses.create
         return await create(**request.sdk_arguments(create, body))
+
+    def _lean_oneshot(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
+        arguments = self._lean_request(client, prompt)
+        arguments["body"].pop("stream", None)
+        del arguments["decode"]
+        return arguments
+
+
+def _decode(provider: str, data: str) -> Any:
+    """One event of the lean transport; one with an ``error`` object raises, as in the SDK."""
+    chunk = decode_json(provider, data)
+    if type(chunk) is dict and chunk.get("error"):
+        raise _stream_error(provider, chunk["error"])
+    return chunk
+
+
+def _stream_error(provider: str, error: Any) -> ProviderError:
+    # The openai SDK raises APIError(message, body=error) for such an event; the SDK path
+    # reports its message, and a numeric code as the status.
+    message = error.get("message") if isinstance(error, Mapping) else None
+    code = error.get("code") if isinstance(error, Mapping) else None
+    return build_error(
+        provider,
+        message if isinstance(message, str) and message else "An error occurred during streaming",
+        detail="error event mid-stream",
+        status=code if type(code) is int and 100 <= code <= 599 else None,
+        body=error,
+    )
 
 
 def _output_message(text: str, follower: Mapping[str, Any]) -> dict[str, Any]:
