@@ -154,6 +154,9 @@ class Pipe:
         self._channel = self._idle
         self._run: Channel | None = None
         self._capture = Capture()
+        # The pipe whose run records what this one learns beside its events (see
+        # _forward_records); None: this pipe's own run.
+        self._records_to: Pipe | None = None
         self._retries = 0
         self._retry_backoff = 0.5
         self._retry_max_delay = 8.0
@@ -423,8 +426,20 @@ class Pipe:
 
     def set_response_id(self, response_id: str | None) -> None:
         """Record the provider's id for this response (used by persistence and recovery)."""
-        if response_id:
+        if self._records_to is not None:
+            self._records_to.set_response_id(response_id)
+        elif response_id:
             self._capture.response_id = response_id
+
+    def _forward_records(self, to: Pipe | None) -> None:
+        """Subclass seam: while ``to`` runs this pipe's events, its run records what this
+        pipe learns beside them (the response id); ``None`` ends it.
+
+        For a wrapper pipe whose ``iter_events`` drives another pipe's (a
+        :class:`~reasoning_stream.strategies.StrategyPipe`): the wrapped pipe's records then
+        land on the wrapper's result. Forwarding chains through wrappers of wrappers.
+        """
+        self._records_to = to
 
     def redact_secrets(self, error: BaseException) -> None:
         """Blank out credentials a server echoed into ``error`` or its causes (provider pipes)."""
@@ -724,6 +739,16 @@ class Pipe:
                     "or give run() a sync callback"
                 )
 
+    def _finish_result(self, result: PipeResult) -> PipeResult:
+        """Subclass seam: the result an attempt records, from what it captured.
+
+        Called once per attempt on every exit path (``run``, ``arun``, a Pipeline's turn,
+        failures included) before the result lands on ``last_result`` and on the error
+        raised; a subclass may return a richer result (a ``PipeResult`` subclass). The
+        default returns ``result`` as it is.
+        """
+        return result
+
     def _conclude(self, error: BaseException | None) -> BaseException | None:
         """Close what is open, record the result, and decide what the caller raises."""
         capture = self._capture
@@ -741,6 +766,7 @@ class Pipe:
                 model=self.model,
                 endpoint=self.endpoint,
             )
+            result = self._finish_result(result)
             self.last_result = result
             if isinstance(raised, ReasoningStreamError):
                 raised.result = result

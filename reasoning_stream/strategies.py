@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 from ._conversation import Conversation
 from ._effort import ReasoningWarning
 from ._events import Event, TextDelta
-from ._exceptions import ProviderError, ReasoningStreamError, UsageError
+from ._exceptions import ProviderError, UsageError
 from ._pipe import Pipe, PipeResult, Prompt
 from ._stream import ReasoningStream
 
@@ -315,58 +315,60 @@ class StrategyPipe(Pipe):
 
     def iter_events(self, prompt: Prompt) -> Iterator[Event]:
         """The wrapped pipe's events for the shaped prompt, tags in text read as reasoning."""
-        self._share_capture()
-        if not self._shapes_this_run():
-            yield from self.pipe.iter_events(prompt)
-            return
-        scanner = ReasoningStream.scanner()
-        source = self.pipe.iter_events(self.prompt_for(prompt))
+        # What the wrapped pipe records beside its events (the response id) is this run's.
+        self.pipe._forward_records(self)
         try:
-            for event in source:
-                if isinstance(event, TextDelta):
-                    yield from scanner.feed(event.text)
-                else:
-                    yield event
-        except Exception:
-            yield from scanner.flush()  # what the scanner held is captured, not lost
-            raise
+            if not self._shapes_this_run():
+                yield from self.pipe.iter_events(prompt)
+                return
+            scanner = ReasoningStream.scanner()
+            source = self.pipe.iter_events(self.prompt_for(prompt))
+            try:
+                for event in source:
+                    if isinstance(event, TextDelta):
+                        yield from scanner.feed(event.text)
+                    else:
+                        yield event
+            except Exception:
+                yield from scanner.flush()  # what the scanner held is captured, not lost
+                raise
+            finally:
+                close = getattr(source, "close", None)
+                if close is not None:
+                    close()
+            yield from scanner.flush()
         finally:
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
-        yield from scanner.flush()
+            self.pipe._forward_records(None)
 
     async def aiter_events(self, prompt: Prompt) -> AsyncIterator[Event]:
         """Async twin of :meth:`iter_events`."""
-        self._share_capture()
-        if not self._shapes_this_run():
-            async for event in self.pipe.aiter_events(prompt):
-                yield event
-            return
-        scanner = ReasoningStream.scanner()
-        source = self.pipe.aiter_events(self.prompt_for(prompt))
+        self.pipe._forward_records(self)
         try:
-            async for event in source:
-                if isinstance(event, TextDelta):
-                    for scanned in scanner.feed(event.text):
-                        yield scanned
-                else:
+            if not self._shapes_this_run():
+                async for event in self.pipe.aiter_events(prompt):
                     yield event
-        except Exception:
+                return
+            scanner = ReasoningStream.scanner()
+            source = self.pipe.aiter_events(self.prompt_for(prompt))
+            try:
+                async for event in source:
+                    if isinstance(event, TextDelta):
+                        for scanned in scanner.feed(event.text):
+                            yield scanned
+                    else:
+                        yield event
+            except Exception:
+                for scanned in scanner.flush():
+                    yield scanned
+                raise
+            finally:
+                aclose = getattr(source, "aclose", None)
+                if aclose is not None:
+                    await aclose()
             for scanned in scanner.flush():
                 yield scanned
-            raise
         finally:
-            aclose = getattr(source, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        for scanned in scanner.flush():
-            yield scanned
-
-    def _share_capture(self) -> None:
-        # The wrapped pipe records what it learns beside its events (the response id) in
-        # its capture: during this run, that is ours.
-        self.pipe._capture = self._capture
+            self.pipe._forward_records(None)
 
     def wrap_error(self, error: BaseException) -> ProviderError:
         """The wrapped pipe's mapping of a provider failure."""
@@ -390,32 +392,22 @@ class StrategyPipe(Pipe):
         assert isinstance(result, StrategyResult)
         return result
 
-    def _conclude(self, error: BaseException | None) -> BaseException | None:
-        # Every run ends here (run, arun, a Pipeline's turn, every exit path): the result
-        # it records becomes a StrategyResult, on the pipe and on the error alike.
-        raised = super()._conclude(error)
-        if self.last_result is not None:
-            annotated = self._annotated(self.last_result)
-            if isinstance(raised, ReasoningStreamError) and raised.result is not None:
-                raised.result = annotated
-        return raised
-
-    def _annotated(self, result: PipeResult) -> StrategyResult:
+    def _finish_result(self, result: PipeResult) -> StrategyResult:
+        # Pipe's seam for the result every attempt records (run, arun, a Pipeline's turn,
+        # every exit path): a StrategyResult, on the pipe and on the error alike.
         if isinstance(result, StrategyResult):
             return result
         applied = self.applied
         steps = draft_steps(result.model_reasoning) if applied else ()
         limit = self.strategy.max_words if applied else None
         over = tuple(step for step in steps if limit is not None and _words(step) > limit)
-        annotated = StrategyResult(
+        return StrategyResult(
             **{item.name: getattr(result, item.name) for item in fields(PipeResult)},
             strategy=self.strategy.name if applied else None,
             steps=steps,
             max_words=limit,
             steps_over_limit=over,
         )
-        self.last_result = annotated
-        return annotated
 
 
 def _is_text_system(message: Mapping[str, Any]) -> bool:
