@@ -18,8 +18,7 @@ from reasoning_stream import (
 )
 from reasoning_stream.store import ConversationStore, RedisStore, SQLiteStore
 from reasoning_stream.testing import ScriptedPipe
-
-from .conftest import RedisServer, free_port, running_redis
+from tests.redis_server import RedisServer, free_port, running_redis
 
 # ----------------------------------------------------------------------------- corrupt data
 
