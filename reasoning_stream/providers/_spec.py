@@ -21,7 +21,16 @@ if TYPE_CHECKING:
     from .._pipe import Pipe
     from .._preflight import PassbackProblem, PreflightTurn
 
-__all__ = ["Demo", "ProviderSpec", "by_name", "provider_ids", "spec", "specs"]
+__all__ = [
+    "ApiRoot",
+    "Demo",
+    "MaxTokens",
+    "ProviderSpec",
+    "by_name",
+    "provider_ids",
+    "spec",
+    "specs",
+]
 
 # provider id -> package under reasoning_stream.providers: one line per provider.
 _REGISTRY: dict[str, str] = {
@@ -49,6 +58,33 @@ class Demo:
 
 
 @dataclass(frozen=True, slots=True)
+class ApiRoot:
+    """Where a provider's API lives and the shape a base URL for it must have.
+
+    The CLI defaults ``--base-url`` to ``default``, and names the shape when a request gets a
+    404 or never connects (a root missing from the URL, or doubled in it).
+
+    Attributes:
+        default: the provider's own API root (``https://api.openai.com/v1``).
+        env: the variable the SDK or the pipe reads a base URL from, if any.
+        ends_with: the path a base URL must end with (``/v1``); empty when it is a server root.
+        not_ends_with: a path the client adds itself, so a base URL must not end with it
+            (``/v1`` for Anthropic). With neither set, a base URL has no path at all.
+        local: a local server's base URL of that shape, when there is a usual one.
+    """
+
+    default: str
+    env: str | None = None
+    ends_with: str = ""
+    not_ends_with: str = ""
+    local: str = ""
+
+
+MaxTokens = Callable[[int, str | None], dict[str, Any]]
+"""``(n, base_url) -> constructor options`` that cap the output at ``n`` tokens."""
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderSpec:
     """Everything core needs to know about one provider API.
 
@@ -67,6 +103,9 @@ class ProviderSpec:
             in the request ``pipe`` would build from ``turns`` (see ``_preflight``).
         repair: ``(pipe, turns) -> (turns, notes)``: the turns with what the provider's docs
             say to drop or fill dropped or filled, and a sentence per change.
+        api_root: its API root and the shape of a base URL (see :class:`ApiRoot`).
+        max_tokens: ``(n, base_url) -> options``: the pipe constructor's options that cap the
+            output at ``n`` tokens (``--max-tokens``); ``base_url`` is the one the pipe gets.
     """
 
     id: str
@@ -83,6 +122,8 @@ class ProviderSpec:
     repair: Callable[[Any, Sequence[PreflightTurn]], tuple[list[HistoryTurn], list[str]]] | None = (
         None
     )
+    api_root: ApiRoot | None = None
+    max_tokens: MaxTokens | None = None
 
     def pipe_class(self) -> Any:
         """The pipe class (imported on demand)."""

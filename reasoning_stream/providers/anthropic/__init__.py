@@ -16,7 +16,7 @@ from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import provider_error
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import AsyncSource, Source, asdk_source, sdk_source
 from . import request
 from .effort import PLANNER
@@ -238,5 +238,7 @@ SPEC = ProviderSpec(
     preflight=request.preflight,
     repair=request.repair,
     demo=Demo("anthropic_thinking", "claude-sonnet-4-6", _demo_pipe),
+    api_root=ApiRoot("https://api.anthropic.com", "ANTHROPIC_BASE_URL", not_ends_with="/v1"),
+    max_tokens=lambda n, url: {"max_tokens": n},
 )
 """The Anthropic Messages API."""

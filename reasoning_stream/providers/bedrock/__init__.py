@@ -44,7 +44,7 @@ from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
 from .._driver import PipeOptions, ProviderPipe, require
 from .._errors import build_error, provider_error, retry_after_seconds
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import AsyncSource, Source, aevent_stream_source, event_stream_source
 from ..anthropic.request import thinking_turned_off
 from . import request as bedrock_request
@@ -411,5 +411,9 @@ SPEC = ProviderSpec(
     preflight=bedrock_request.preflight,
     repair=bedrock_request.repair,
     demo=Demo("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6", _demo_pipe),
+    api_root=ApiRoot(
+        "https://bedrock-runtime.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
+    ),
+    max_tokens=lambda n, url: {"max_tokens": n},
 )
 """Amazon Bedrock (ConverseStream and InvokeModelWithResponseStream)."""

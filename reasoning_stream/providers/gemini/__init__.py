@@ -43,7 +43,7 @@ from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe
 from .._errors import build_error, retry_after_seconds
 from .._oneshot import apost_json, post_json
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
     Source,
@@ -318,5 +318,9 @@ SPEC = ProviderSpec(
     preflight=request.preflight,
     repair=request.repair,
     demo=Demo("gemini_reasoning", "gemini-2.5-flash", _demo_pipe),
+    api_root=ApiRoot(
+        "https://generativelanguage.googleapis.com/v1beta", "GEMINI_BASE_URL", ends_with="/v1beta"
+    ),
+    max_tokens=lambda n, url: {"extra_body": {"generationConfig": {"maxOutputTokens": n}}},
 )
 """The Gemini API (native ``streamGenerateContent``)."""

@@ -23,7 +23,7 @@ from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import build_error, provider_error, retry_after_seconds
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import AsyncSource, Source, andjson_source, ndjson_source
 from . import request
 from .effort import PLANNER
@@ -246,5 +246,7 @@ SPEC = ProviderSpec(
     passback=_passback,
     effort=PLANNER,
     demo=Demo("ollama_chat_reasoning", "qwen3", _demo_pipe),
+    api_root=ApiRoot("http://localhost:11434", "OLLAMA_HOST", not_ends_with="/api"),
+    max_tokens=lambda n, url: {"options": {"num_predict": n}},
 )
 """Ollama's native API."""

@@ -16,7 +16,7 @@ from ..._exceptions import UsageError
 from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe, require
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import AsyncSource, Source, asdk_source, sdk_source
 from . import request
 from .effort import PLANNER
@@ -281,5 +281,7 @@ SPEC = ProviderSpec(
     preflight=request.preflight,
     repair=request.repair,
     demo=Demo("openai_responses_summary", "o4-mini", _demo_pipe),
+    api_root=ApiRoot("https://api.openai.com/v1", "OPENAI_BASE_URL", ends_with="/v1"),
+    max_tokens=lambda n, url: {"extra_body": {"max_output_tokens": n}},
 )
 """The OpenAI Responses API."""
