@@ -286,9 +286,13 @@ def _stop_when_reader_leaves(error: Exception, chunk: object) -> None:
     """``on_callback_error`` for the CLI: a broken pipe stops the run, anything else is logged."""
     if isinstance(error, BrokenPipeError):
         raise _ReaderLeft("standard output was closed") from error
-    logging.getLogger("reasoning_stream").warning(
+    logging.getLogger("reasoning_stream.callbacks").warning(
         "streaming callback raised; the stream goes on", exc_info=error
     )
+
+
+_QUIET_LOGGERS = ("reasoning_stream", "reasoning_stream.callbacks", "reasoning_stream.pipe")
+"""Where a record about the reader having left can be logged."""
 
 
 class _QuietBrokenPipe(logging.Filter):
@@ -342,15 +346,18 @@ def chat(
     err = err or sys.stderr
     notes = _Notes(err)
     quiet = _QuietBrokenPipe()
-    logger = logging.getLogger("reasoning_stream")
-    logger.addFilter(quiet)
+    # A logger's filter sees only the records logged on that logger itself, not its children's.
+    loggers = [logging.getLogger(name) for name in _QUIET_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(quiet)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", UserWarning)
             warnings.showwarning = notes.showwarning
             return _chat(args, out, err, notes)
     finally:
-        logger.removeFilter(quiet)
+        for logger in loggers:
+            logger.removeFilter(quiet)
 
 
 def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -> int:

@@ -21,7 +21,6 @@ Clients are given or built, sync or async:
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import ModuleType
@@ -46,6 +45,7 @@ from .._exceptions import ProviderError, ReasoningStreamError, UsageError
 from .._history import HistoryTurn, check_passback, check_prompt, history_turns
 from .._messages import strip_inert_keys
 from .._pipe import Pipe, Prompt
+from .._pipe import logger as pipe_logger
 from ._errors import provider_error, redact_exception_chain
 from ._spec import spec
 from ._transports import AsyncSource, Source
@@ -53,7 +53,6 @@ from ._transports import AsyncSource, Source
 if TYPE_CHECKING:
     from .._channel import Channel
 
-logger = logging.getLogger("reasoning_stream")
 
 __all__ = ["EndpointOptions", "PipeOptions", "ProviderPipe", "Translator", "require"]
 
@@ -648,7 +647,7 @@ class _Descent:
         plan = pipe.lower_reasoning_plan()
         if plan is None:
             return False
-        logger.info(
+        pipe_logger.info(
             "%s: the model spent its whole output budget on reasoning; asking again with "
             "reasoning=%r",
             pipe.name,
@@ -656,6 +655,7 @@ class _Descent:
         )
         self.earlier.append(result)
         pipe.reasoning = plan.reasoning
+        pipe._retrying(len(self.earlier), 0.0, None)
         return True
 
     def finished(self, result: PipeResult) -> PipeResult:
