@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from reasoning_stream import Pipeline, ProviderError, ReasoningDelta, TextDelta
 from reasoning_stream._observers import add_run_observer, remove_run_observer
-from reasoning_stream.testing import ScriptedPipe
+from reasoning_stream.providers._spec import logger_for
+from reasoning_stream.testing import Reply, ScriptedPipe, WireServer
 
+from .reliability import API_KEY, TARGETS, opaque_payloads, play, transcript
 from .test_exhaustion import STACKS, Mode, drive
 from .test_exhaustion import mode as mode
 from .test_telemetry import Otel
@@ -203,3 +206,42 @@ def test_a_callback_error_is_logged_under_reasoning_stream_callbacks(
         "streaming callback raised; the stream goes on"
     ]
     assert not _lines(caplog, "reasoning_stream")
+
+
+# ----------------------------------------------------------------- provider loggers
+
+
+@pytest.fixture(scope="module")
+def wire() -> Iterator[WireServer]:
+    with WireServer() as server:
+        yield server
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+def test_each_provider_logs_its_requests_and_retry_after_without_secrets(
+    wire: WireServer, target_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Through the real SDK (or httpx) at DEBUG: one line per request on the provider's own
+    logger (method, path, model, body keys) and the Retry-After it read; no key, no opaque
+    payload, no message text anywhere in what our loggers wrote (botocore's own DEBUG lines
+    print event-stream frames: see test_secrets)."""
+    caplog.set_level(logging.DEBUG)
+    target = TARGETS[target_name]
+    showcase = transcript(target.showcase)
+    play(wire, target, target.showcase, Reply(showcase), "sync")
+    error_name = target.error_transcripts[0]
+    limited = replace(transcript(error_name), status=429, headers={"retry-after": "7"})
+    play(wire, target, error_name, Reply(limited), "sync")
+    name = logger_for(target.provider).name
+    assert name.startswith("reasoning_stream.providers.") and name.count(".") == 2
+    lines = _lines(caplog, name)
+    requests = [line for line in lines if line.startswith("POST /")]
+    assert len(requests) >= 2, lines  # the showcase and the 429 (an SDK may retry it)
+    assert all("model=" in line and "body keys=[" in line for line in requests), requests
+    assert "?" not in " ".join(requests)  # never a query
+    assert "Retry-After: 7.000 s" in lines, lines
+    ours = [r for r in caplog.records if r.name.startswith("reasoning_stream")]
+    logged = "\n".join(caplog.handler.format(record) for record in ours)
+    assert API_KEY not in logged and "Say" not in logged
+    for secret in opaque_payloads(showcase):
+        assert secret not in logged

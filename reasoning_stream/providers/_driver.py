@@ -21,10 +21,12 @@ Clients are given or built, sync or async:
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypedDict
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -47,7 +49,7 @@ from .._messages import strip_inert_keys
 from .._pipe import Pipe, Prompt
 from .._pipe import logger as pipe_logger
 from ._errors import provider_error, redact_exception_chain
-from ._spec import spec
+from ._spec import logger_for, spec
 from ._transports import AsyncSource, Source
 
 if TYPE_CHECKING:
@@ -460,6 +462,15 @@ class ProviderPipe(Pipe, metaclass=_Validated):
     def translator(self) -> Translator:
         """A fresh translator for one response."""
         raise NotImplementedError
+
+    def log_request(self, path: str, body: Mapping[str, Any], method: str = "POST") -> None:
+        """One ``DEBUG`` line on the provider's logger per request: the method, the path
+        (``path`` may be a URL: never its host or query), the model and the body's keys,
+        never a value (messages, keys and opaque state stay out of logs)."""
+        log = logger_for(self.provider)
+        if log.isEnabledFor(logging.DEBUG):
+            where = urlsplit(path).path or path
+            log.debug("%s %s model=%s body keys=%s", method, where, self.model, sorted(body))
 
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """Send the request for ``prompt`` with a sync client; the response's chunks."""

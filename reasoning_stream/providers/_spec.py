@@ -10,6 +10,7 @@ Importing this module imports no provider package; :func:`spec` imports one when
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ __all__ = [
     "MaxTokens",
     "ProviderSpec",
     "by_name",
+    "logger_for",
     "provider_ids",
     "spec",
     "specs",
@@ -149,6 +151,13 @@ def spec(provider_id: str | None) -> ProviderSpec | None:
 def specs() -> list[ProviderSpec]:
     """Every provider's spec, in table order."""
     return [found for found in map(spec, _REGISTRY) if found is not None]
+
+
+def logger_for(provider_id: str | None) -> logging.Logger:
+    """The logger of the provider ``provider_id``: ``reasoning_stream.providers.<package>``
+    (``reasoning_stream.providers`` itself for an id the registry does not know)."""
+    package = _REGISTRY.get(provider_id or "")
+    return logging.getLogger(f"{__package__}.{package}" if package else str(__package__))
 
 
 def by_name(name: str) -> ProviderSpec | None:

@@ -133,6 +133,7 @@ class AnthropicPipe(ProviderPipe):
 
     def _create_arguments(self, prompt: Prompt | Any) -> dict[str, Any]:
         body = self.build_request(prompt)
+        self.log_request("/v1/messages", body)
         arguments: dict[str, Any] = {name: body.pop(name) for name in _NAMED_ARGUMENTS}
         arguments["stream"] = True
         # Every other field rides in extra_body, so fields this SDK version does not name

@@ -107,7 +107,7 @@ def bedrock_error(error: BaseException, provider: str = PROVIDER) -> ProviderErr
         if status is None:
             status = _STREAM_ERROR_STATUS.get(code.lower())
         headers = metadata.get("HTTPHeaders") or {}
-        retry_after = retry_after_seconds(headers)
+        retry_after = retry_after_seconds(headers, provider)
         return build_error(
             provider,
             text,
@@ -344,6 +344,8 @@ class BedrockPipe(ProviderPipe):
     def _open(self, client: Any, prompt: Prompt | Any) -> tuple[Any, str | None]:
         """Send the request; the open event stream and the AWS request id (blocks)."""
         request = self.build_request(prompt)
+        operation = "converse-stream" if self.api == "converse" else "invoke-with-response-stream"
+        self.log_request(f"/model/{self.model_id}/{operation}", request)
         if self.api == "converse":
             response = client.converse_stream(**request)
             stream = response["stream"]
@@ -364,6 +366,7 @@ class BedrockPipe(ProviderPipe):
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """``converse`` or ``invoke_model`` (non-streaming); boto3's response, body read."""
         request = self.build_request(prompt)
+        self.log_request(f"/model/{self.model_id}/{self.api}", request)
         if self.api == "converse":
             return client.converse(**request)
         response = dict(client.invoke_model(**request))

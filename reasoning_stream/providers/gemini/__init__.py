@@ -67,7 +67,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 
 def _retry_after(response: httpx.Response, error: Mapping[str, Any] | None) -> float | None:
-    seconds = retry_after_seconds(response.headers)
+    seconds = retry_after_seconds(response.headers, "gemini")
     if seconds is not None:
         return seconds
     details = error.get("details") if error is not None else None
@@ -236,6 +236,7 @@ class GeminiPipe(ProviderPipe):
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """POST ``streamGenerateContent?alt=sse`` and read its events."""
         body = self.build_request(prompt)
+        self.log_request(self.url, body)
         return sse_source(
             iter_sse_json(
                 client,
@@ -251,6 +252,7 @@ class GeminiPipe(ProviderPipe):
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
         """Async twin of :meth:`open_stream`."""
         body = self.build_request(prompt)
+        self.log_request(self.url, body)
         return asse_source(
             aiter_sse_json(
                 client,
@@ -264,6 +266,11 @@ class GeminiPipe(ProviderPipe):
         )
 
     # ------------------------------------------------------------------------- one-shot
+
+    def _logged(self, prompt: Prompt | Any) -> dict[str, Any]:
+        body = self.build_request(prompt)
+        self.log_request(self.oneshot_url, body)
+        return body
 
     @property
     def oneshot_url(self) -> str:
@@ -280,7 +287,7 @@ class GeminiPipe(ProviderPipe):
         return post_json(
             client,
             self.oneshot_url,
-            body=self.build_request(prompt),
+            body=self._logged(prompt),
             headers=self._oneshot_headers(),
             provider=self.provider or "gemini",
             status_error=_status_error,
@@ -291,7 +298,7 @@ class GeminiPipe(ProviderPipe):
         return await apost_json(
             client,
             self.oneshot_url,
-            body=self.build_request(prompt),
+            body=self._logged(prompt),
             headers=self._oneshot_headers(),
             provider=self.provider or "gemini",
             status_error=_status_error,

@@ -177,18 +177,21 @@ class OllamaPipe(ProviderPipe):
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """The SDK's lazy NDJSON generator (the request goes out on the first read)."""
         call = self.build_request(prompt)
+        self.log_request(f"/api/{self.api}", call)
         self.last_server_timings = None
         return ndjson_source(getattr(client, self.api)(**call))
 
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
         """Async twin of :meth:`open_stream`."""
         call = self.build_request(prompt)
+        self.log_request(f"/api/{self.api}", call)
         self.last_server_timings = None
         return andjson_source(await getattr(client, self.api)(**call))
 
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """The SDK call with ``"stream": false``; the one reply."""
         call = self.build_request(prompt)
+        self.log_request(f"/api/{self.api}", call)
         call["stream"] = False
         self.last_server_timings = None
         return getattr(client, self.api)(**call)
@@ -196,6 +199,7 @@ class OllamaPipe(ProviderPipe):
     async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """Async twin of :meth:`create_response`."""
         call = self.build_request(prompt)
+        self.log_request(f"/api/{self.api}", call)
         call["stream"] = False
         self.last_server_timings = None
         return await getattr(client, self.api)(**call)
@@ -221,7 +225,7 @@ class OllamaPipe(ProviderPipe):
                 reason,
                 detail=f"ResponseError, {where}",
                 status=status,
-                retry_after=retry_after_seconds(getattr(response, "headers", None)),
+                retry_after=retry_after_seconds(getattr(response, "headers", None), provider),
                 body=reason,
             )
         return provider_error(provider, error)

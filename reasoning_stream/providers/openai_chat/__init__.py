@@ -269,6 +269,7 @@ class OpenAIChatPipe(ProviderPipe):
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """POST the request with the SDK or httpx; the stream of chunks."""
         body = self.build_request(prompt)
+        self.log_request("/chat/completions", body)
         if self.transport == "httpx":
             return sse_source(
                 iter_sse_json(
@@ -286,6 +287,7 @@ class OpenAIChatPipe(ProviderPipe):
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
         """Async twin of :meth:`open_stream`."""
         body = self.build_request(prompt)
+        self.log_request("/chat/completions", body)
         if self.transport == "httpx":
             return asse_source(
                 aiter_sse_json(
@@ -304,6 +306,7 @@ class OpenAIChatPipe(ProviderPipe):
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """One non-streaming request (no ``stream``, no ``stream_options``); the completion."""
         body = request.oneshot_body(self.build_request(prompt))
+        self.log_request("/chat/completions", body)
         if self.transport == "httpx":
             return post_json(
                 client,
@@ -317,6 +320,7 @@ class OpenAIChatPipe(ProviderPipe):
     async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """Async twin of :meth:`create_response`."""
         body = request.oneshot_body(self.build_request(prompt))
+        self.log_request("/chat/completions", body)
         if self.transport == "httpx":
             return await apost_json(
                 client,

@@ -234,18 +234,21 @@ class OpenAIResponsesPipe(ProviderPipe):
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """``responses.create(stream=True)`` with the sync client."""
         body = self.build_request(prompt)
+        self.log_request("/responses", body)
         create = client.responses.create
         return sdk_source(create(**request.sdk_arguments(create, body)))
 
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
         """``responses.create(stream=True)`` with the async client."""
         body = self.build_request(prompt)
+        self.log_request("/responses", body)
         create = client.responses.create
         return asdk_source(await create(**request.sdk_arguments(create, body)))
 
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """``responses.create()`` without ``stream`` with the sync client; the ``Response``."""
         body = self.build_request(prompt)
+        self.log_request("/responses", body)
         body.pop("stream", None)
         create = client.responses.create
         return create(**request.sdk_arguments(create, body))
@@ -253,6 +256,7 @@ class OpenAIResponsesPipe(ProviderPipe):
     async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """Async twin of :meth:`create_response`."""
         body = self.build_request(prompt)
+        self.log_request("/responses", body)
         body.pop("stream", None)
         create = client.responses.create
         return await create(**request.sdk_arguments(create, body))
