@@ -91,7 +91,9 @@ class Channel:
         "open",
         "outbox",
         "reasoning_events_open",
+        "reasoning_lane",
         "solo_targets",
+        "text_lane",
     )
 
     def __init__(self, *, deferred: bool = False) -> None:
@@ -119,6 +121,10 @@ class Channel:
         self._solo_escaper = Escaper()
         self.solo_targets: Targets = ()
         """Who gets a bare ``str`` entry: the one view of the last audience written to."""
+        self.text_lane: Targets | None = None
+        """The audience whose next answer delta may skip the channel (see :meth:`lane`)."""
+        self.reasoning_lane: Targets | None = None
+        """The audience whose next reasoning delta, inside the open segment, may skip it."""
 
     # ------------------------------------------------------------------------- the decisions
 
@@ -133,7 +139,9 @@ class Channel:
         source: str,
     ) -> None:
         """A reasoning delta (``opened``: it began a segment). Behind the gate, nothing goes out."""
+        self.text_lane = None
         if not gate:
+            self.reasoning_lane = None
             return
         if opened:
             self.reasoning_events_open = True
@@ -150,9 +158,11 @@ class Channel:
             self.write(delta, audience, escape)
         if events:
             self.outbox.append((ReasoningDelta(delta, source=source), events))
+        self.reasoning_lane = self.lane(audience, events)
 
     def close_segment(self, audience: Targets, events: Targets, source: str) -> None:
         """A reasoning segment ended: close the marker and the event sequence if they are open."""
+        self.text_lane = self.reasoning_lane = None
         if self.open:
             self.open = False
             self.marker(_CLOSE, audience)
@@ -174,6 +184,8 @@ class Channel:
             self.write(delta, audience, escape)
         if events:
             self.outbox.append((TextDelta(delta, source=source), events))
+        self.text_lane = self.lane(audience, events)
+        self.reasoning_lane = None
 
     def event(self, event: Event, events: Targets) -> None:
         """A typed event that is not channel text (tool call, usage, finish)."""
@@ -182,10 +194,37 @@ class Channel:
 
     def end(self) -> None:
         """The channel ends: every subscriber gets the characters still held for it."""
+        self.text_lane = self.reasoning_lane = None
         for view in self._views:
             held = view.escaper.flush()
             if held:
                 self.outbox.append((held, tuple(view.members.values())))
+
+    # ---------------------------------------------------------------------------- the lanes
+
+    def lane(self, audience: Targets, events: Targets) -> Targets | None:
+        """``audience``, when its next delta of the same kind may skip the channel; else ``None``.
+
+        That is when the audience is one callback that is the whole of its view, no event
+        callback listens and its escaper is settled (no tag left unfinished): then a delta
+        without ``<`` would come out of :meth:`text` (or :meth:`reasoning`, inside the open
+        segment, the gate still open) unchanged, for that callback alone. A driver may then hand
+        such a delta to ``audience[0]`` itself, with the channel's state unchanged, while the
+        lane stays open: every write of the channel re-decides both lanes, and a pipe closes
+        them (:meth:`close_lanes`) when its callbacks change.
+        """
+        if (
+            events
+            or len(audience) != 1
+            or audience is not self._solo_audience
+            or not self._solo_escaper.settled
+        ):
+            return None
+        return audience
+
+    def close_lanes(self) -> None:
+        """Every delta goes through the channel until a write re-decides the lanes."""
+        self.text_lane = self.reasoning_lane = None
 
     # -------------------------------------------------------------------------- the writing
 

@@ -47,8 +47,9 @@ __all__ = [
 StatePassback: TypeAlias = Literal["never", "tool_loop", "always"]
 """Which assistant turns get their opaque state back: none, the current tool loop, all."""
 
-ReasoningPassback: TypeAlias = Literal["never", "tool_calls", "always"]
-"""Which assistant turns get their readable reasoning back: none, tool-call turns, all."""
+ReasoningPassback: TypeAlias = Literal["never", "tool_calls", "tool_loop", "always"]
+"""Which assistant turns get their readable reasoning back: none, tool-call turns, the turns
+of the current tool loop (after the last user message), all."""
 
 GenerationStatus: TypeAlias = Literal[
     "in_progress",
@@ -77,7 +78,8 @@ class PassbackPolicy:
             (Responses reasoning items, Gemini thought signatures).
         reasoning: the readable reasoning (the message's ``"thinking"``) as
             ``HistoryTurn.reasoning``: ``"never"``; ``"tool_calls"``: on assistant turns
-            that called tools (DeepSeek's and Kimi's ``reasoning_content``); ``"always"``.
+            that called tools (DeepSeek's ``reasoning_content``); ``"tool_loop"``: on the
+            assistant turns of the current tool loop (Ollama's ``thinking``); ``"always"``.
         kinds: the ``ReasoningState.kind`` values the provider takes back; ``None`` for all.
 
     Either way only state and reasoning that the same provider, model and endpoint made are
@@ -119,7 +121,7 @@ class PassbackPolicy:
         >>> PassbackPolicy.for_provider("openai-chat", "deepseek-chat").reasoning
         'tool_calls'
         >>> PassbackPolicy.for_provider("ollama")
-        PassbackPolicy(states='never', reasoning='never', kinds=None)
+        PassbackPolicy(states='never', reasoning='tool_loop', kinds=None)
         """
         # The registry is asked at call time: core imports no provider package up front.
         from .providers._spec import spec
@@ -688,6 +690,7 @@ class Conversation(Sequence[dict[str, Any]]):
                 and (
                     policy.reasoning == "always"
                     or (policy.reasoning == "tool_calls" and message.get("tool_calls"))
+                    or (policy.reasoning == "tool_loop" and index >= loop_start)
                 )
             ):
                 reasoning = thinking

@@ -4,7 +4,9 @@
 awaitable, and returns that awaitable. The sync driver cannot wait, so it refuses (inside a run)
 or skips with a warning (hooks driven by hand); the async driver awaits it and calls
 :func:`deliver` again. There is no second copy of the loop: the async side only waits where the
-sync side would have had to refuse.
+sync side would have had to refuse. (The drivers' one shortcut, a plain delta on a lane handed to
+a lone callback, does what this loop would do with the one entry it did not build: call, report
+an error, await an awaitable.)
 
 An entry leaves the outbox before its callbacks run. When one of them interrupts the delivery (an
 error handler that raises, ``KeyboardInterrupt``, a cancellation while awaiting) or returns an
@@ -28,7 +30,7 @@ from ._callbacks import CallbackErrorHandler, reject_awaitable, report_callback_
 from ._channel import Channel, Entry, Targets
 from ._events import Event
 
-__all__ = ["adeliver", "deliver", "deliver_sync"]
+__all__ = ["adeliver", "awaitable_name", "deliver", "deliver_sync"]
 
 _Coroutine = types.CoroutineType
 
@@ -118,12 +120,12 @@ def _deliver_sync(
 ) -> None:
     while (pending := deliver(channel, on_error, final=final)) is not None:
         if in_run and not final:
-            reject_awaitable(pending, _name(pending))
+            reject_awaitable(pending, awaitable_name(pending))
         close = getattr(pending, "close", None)
         if callable(close):
             close()
         warnings.warn(
-            f"async callback {_name(pending)} skipped: hooks called outside a run "
+            f"async callback {awaitable_name(pending)} skipped: hooks called outside a run "
             "deliver to sync callbacks only; use `await pipe.arun(...)`",
             RuntimeWarning,
             stacklevel=5,
@@ -153,6 +155,6 @@ async def adeliver(
             report_callback_error(on_error, error, channel.awaiting, final=final)
 
 
-def _name(awaitable: object) -> str:
+def awaitable_name(awaitable: object) -> str:
     """What to call the async callback that returned ``awaitable``, in a message."""
     return repr(getattr(awaitable, "__qualname__", None) or type(awaitable).__name__)

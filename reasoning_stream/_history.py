@@ -8,15 +8,25 @@ these into their native request shapes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ._events import ReasoningState
 from ._exceptions import UsageError
 from ._messages import messages_from_prompt
 
-__all__ = ["HistoryTurn", "check_passback", "check_prompt", "history_turns", "tool_call_arguments"]
+__all__ = [
+    "HistoryTurn",
+    "check_passback",
+    "check_prompt",
+    "history_turns",
+    "in_received_order",
+    "tool_call_arguments",
+]
+
+T = TypeVar("T")
+B = TypeVar("B")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +130,46 @@ _JSON_KINDS: dict[type, str] = {
     bool: "a JSON boolean",
     type(None): "JSON null",
 }
+
+
+def in_received_order(
+    text: str,
+    calls: Sequence[T],
+    placed: Sequence[tuple[ReasoningState, B]],
+    text_block: Callable[[str], B],
+    call_block: Callable[[T], B],
+) -> list[B] | None:
+    """An assistant turn's blocks in the order the response produced them, or ``None``.
+
+    ``placed`` pairs each opaque state with the block it stands for, in stream order; each
+    state's ``extra`` records where it sat: ``text_offset`` (answer characters before it)
+    and ``call_index`` (tool calls before it). The answer ``text`` is cut at those offsets
+    and the ``calls`` placed between, so a response ``thinking, text, thinking, tool_use``
+    goes back as exactly that. Between two states, text comes before tool calls (the order
+    models write them in). ``None`` when a state records no position (a turn stored before
+    positions were kept): the caller keeps its former order.
+
+    >>> state = ReasoningState("p", "m", "signature", "s", extra={"text_offset": 2})
+    >>> in_received_order("Hi!", ["call"], [(state, "T")], str, str.upper)
+    ['Hi', 'T', '!', 'CALL']
+    """
+    if any(not isinstance(state.extra.get("text_offset"), int) for state, _ in placed):
+        return None
+    blocks: list[B] = []
+    placed_text = 0
+    next_call = 0
+    for state, block in placed:
+        offset = min(max(int(state.extra["text_offset"]), placed_text), len(text))
+        if offset > placed_text:
+            blocks.append(text_block(text[placed_text:offset]))
+            placed_text = offset
+        call_index = state.extra.get("call_index")
+        upto = min(call_index if isinstance(call_index, int) else next_call, len(calls))
+        while next_call < upto:
+            blocks.append(call_block(calls[next_call]))
+            next_call += 1
+        blocks.append(block)
+    if placed_text < len(text):
+        blocks.append(text_block(text[placed_text:]))
+    blocks.extend(call_block(call) for call in calls[next_call:])
+    return blocks

@@ -6,17 +6,25 @@ channel (:mod:`._channel`), which alone decides markers, escaping and the reason
 drivers empty the channel's outbox with the one delivery algorithm (:mod:`._delivery`). A run owns
 its channel for its lifetime: a pipe refuses a second run, concurrent or re-entrant, before
 anything is touched.
+
+The drivers take one shortcut, the channel's *lane*: while the channel says a lone callback's
+stream is settled (:meth:`Channel.lane <._channel.Channel.lane>`), a delta without ``<`` is
+captured and handed to that callback directly, exactly as the hook and the delivery would have
+done, without building an outbox entry. ``arun()`` reads a source's events in batches
+(:meth:`Pipe.aiter_event_batches`) and handles them one by one, each delivered before the next.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import sys
 import threading
 import time
+import types
 import warnings
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
@@ -29,11 +37,12 @@ from ._callbacks import (
     StreamingCallback,
     checked_callable,
     is_async_callable,
+    reject_awaitable,
     report_callback_error,
 )
 from ._capture import Capture, PipeResult, Status, Timings, status_for
 from ._channel import Channel
-from ._delivery import adeliver, deliver, deliver_sync
+from ._delivery import adeliver, awaitable_name, deliver, deliver_sync
 from ._events import (
     Event,
     Finish,
@@ -103,7 +112,8 @@ class Pipe:
     back the reasoning and the answer. Reasoning is captured on the result whether or not it is
     streamed.
 
-    Subclasses implement :meth:`iter_events` (and optionally :meth:`aiter_events`) to turn a
+    Subclasses implement :meth:`iter_events` (and optionally :meth:`aiter_events`, or
+    :meth:`aiter_event_batches` for a source that gets several events at once) to turn a
     provider's stream into events; the hooks and drivers here do the rest.
 
     Args:
@@ -220,11 +230,13 @@ class Pipe:
         checked_callable(callback, "a streaming callback")
         if not any(existing is callback for existing in self._callbacks):
             self._callbacks = (*self._callbacks, callback)
+            self._channel.close_lanes()
         return self
 
     def remove_streaming_callback(self, callback: StreamingCallback) -> Self:
         """Remove a streaming callback added earlier; unknown callbacks are ignored."""
         self._callbacks = tuple(c for c in self._callbacks if c is not callback)
+        self._channel.close_lanes()
         return self
 
     def set_event_callback(self, callback: EventCallback) -> Self:
@@ -235,11 +247,13 @@ class Pipe:
         checked_callable(callback, "an event callback")
         if not any(existing is callback for existing in self._event_callbacks):
             self._event_callbacks = (*self._event_callbacks, callback)
+            self._channel.close_lanes()
         return self
 
     def remove_event_callback(self, callback: EventCallback) -> Self:
         """Remove an event callback added earlier; unknown callbacks are ignored."""
         self._event_callbacks = tuple(c for c in self._event_callbacks if c is not callback)
+        self._channel.close_lanes()
         return self
 
     @property
@@ -367,6 +381,26 @@ class Pipe:
             close = getattr(iterator, "close", None)
             if close is not None:
                 await anyio.to_thread.run_sync(close)
+
+    async def aiter_event_batches(self, prompt: Prompt) -> AsyncIterator[Sequence[Event]]:
+        """The events of :meth:`aiter_events` in batches: a pipe may implement this instead.
+
+        A source that gets several events at once (the deltas of one wire chunk, a script)
+        yields them together, and ``arun()`` then pays one step of the async iterator per batch
+        instead of one per event. The driver handles a batch's events one by one, delivering
+        each before the next, exactly as if they had come one at a time. It reads batches when
+        the class that defines this method is at least as derived as the one that defines
+        :meth:`aiter_events`; by default each event is a batch of its own.
+        """
+        events = self.aiter_events(prompt)
+        try:
+            async for event in events:
+                yield (event,)
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
 
     def handle_event(self, event: Event) -> None:
         """Route one event through the hooks and into the capture."""
@@ -529,14 +563,67 @@ class Pipe:
             await anyio.sleep(delay)
 
     def _attempt(self, channel: Channel, prompt: Prompt) -> PipeResult:
-        self._capture = Capture()
+        self._capture = capture = Capture()
         self.last_result = None
         on_error = self.on_callback_error
+        # A retry starts from a fresh capture: no delta may take a lane opened before it.
+        channel.close_lanes()
         try:
             source = self.iter_events(prompt)
             try:
+                handle = self.handle_event
+                text_kind, reasoning_kind, lanes = _dispatch(type(self))
+                text, reasoning = self.emit_text, self.emit_reasoning_chunk
+                texts, outbox = capture.text, channel.outbox
+                subs = self._callbacks if lanes else ()
                 for event in source:
-                    self.handle_event(event)
+                    kind = type(event)
+                    # A delta on an open lane is what the hook would do, without the detour
+                    # (Channel.lane says when); any other event goes through the hooks, which
+                    # deliver it themselves, and the lane is looked up again.
+                    if kind is text_kind:
+                        delta = event.text  # type: ignore[union-attr]
+                        if (
+                            channel.text_lane is not subs
+                            or type(delta) is not str
+                            or not delta
+                            or "<" in delta
+                        ):
+                            text(delta)
+                            subs = self._callbacks if lanes else ()
+                            continue
+                        texts.append(delta)
+                    elif kind is reasoning_kind:
+                        delta = event.text  # type: ignore[union-attr]
+                        if (
+                            channel.reasoning_lane is not subs
+                            or not self.stream_model_reasoning
+                            or type(delta) is not str
+                            or not delta
+                            or "<" in delta
+                        ):
+                            reasoning(delta)
+                            subs = self._callbacks if lanes else ()
+                            continue
+                        capture.current.append(delta)  # type: ignore[union-attr]
+                    else:
+                        handle(event)
+                        subs = self._callbacks if lanes else ()
+                        continue
+                    # What deliver_sync() does with the bare entry the hook would have queued
+                    # for the lane's one callback: a hook it calls only queues.
+                    channel.delivering = True
+                    try:
+                        result = subs[0](delta)
+                    except Exception as error:
+                        report_callback_error(on_error, error, delta)
+                        result = None
+                    finally:
+                        channel.delivering = False
+                    if result is not None and inspect.isawaitable(result):
+                        reject_awaitable(result, awaitable_name(result))
+                    if outbox:
+                        deliver_sync(channel, on_error, in_run=True)
             finally:
                 close = getattr(source, "close", None)
                 if close is not None:
@@ -553,35 +640,86 @@ class Pipe:
         return self.last_result
 
     async def _aattempt(self, channel: Channel, prompt: Prompt) -> PipeResult:
-        self._capture = Capture()
+        self._capture = capture = Capture()
         self.last_result = None
         on_error = self.on_callback_error
-        outbox = channel.outbox
+        channel.close_lanes()
         try:
-            source = self.aiter_events(prompt)
-            handle = self.handle_event
-            # The two deltas skip handle_event's dispatch, unless a subclass overrides it.
-            direct = type(self).handle_event is Pipe.handle_event
-            text_kind, reasoning_kind = (TextDelta, ReasoningDelta) if direct else (None, None)
-            text, reasoning = self.emit_text, self.emit_reasoning_chunk
+            batched = _reads_batches(type(self))
+            source: AsyncIterator[Any] = (
+                self.aiter_event_batches(prompt) if batched else self.aiter_events(prompt)
+            )
             try:
-                async for event in source:
-                    kind = type(event)
-                    if kind is text_kind:
-                        text(event.text)  # type: ignore[union-attr]
-                    elif kind is reasoning_kind:
-                        reasoning(event.text)  # type: ignore[union-attr]
-                    else:
-                        handle(event)
-                    if outbox:
-                        # adeliver() inlined: this runs once per event.
-                        pending = deliver(channel, on_error)
-                        while pending is not None:
+                handle = self.handle_event
+                text_kind, reasoning_kind, lanes = _dispatch(type(self))
+                text, reasoning = self.emit_text, self.emit_reasoning_chunk
+                texts, outbox = capture.text, channel.outbox
+                subs = self._callbacks if lanes else ()
+                solo = subs[0] if subs else _no_callback
+                solo_async = _returns_coroutine(solo)
+                isawaitable = inspect.isawaitable
+                texts_append = texts.append
+                async for item in source:
+                    for event in item if batched else (item,):
+                        kind = type(event)
+                        # As in _attempt: a delta on an open lane skips the channel; the hooks
+                        # only queue here (the channel is deferred), the driver delivers.
+                        if kind is text_kind:
+                            delta = event.text
+                            if (
+                                channel.text_lane is subs
+                                and type(delta) is str
+                                and delta
+                                and "<" not in delta
+                            ):
+                                texts_append(delta)
+                            else:
+                                text(delta)
+                                delta = None
+                        elif kind is reasoning_kind:
+                            delta = event.text
+                            if (
+                                channel.reasoning_lane is subs
+                                and self.stream_model_reasoning
+                                and type(delta) is str
+                                and delta
+                                and "<" not in delta
+                            ):
+                                capture.current.append(delta)  # type: ignore[union-attr]
+                            else:
+                                reasoning(delta)
+                                delta = None
+                        else:
+                            handle(event)
+                            delta = None
+                        if delta is not None:
+                            # What deliver() and the loop below do with the one bare entry the
+                            # hook would have queued for the lane's one callback (nobody else
+                            # to requeue it for); an async function's call is known to need
+                            # awaiting.
                             try:
-                                await pending
+                                if solo_async:
+                                    await solo(delta)  # type: ignore[misc]
+                                else:
+                                    result = solo(delta)
+                                    if result is not None and isawaitable(result):
+                                        await result
                             except Exception as error:
-                                report_callback_error(on_error, error, channel.awaiting)
-                            pending = deliver(channel, on_error) if outbox else None
+                                report_callback_error(on_error, error, delta)
+                        else:
+                            subs = self._callbacks if lanes else ()
+                            if subs:
+                                solo = subs[0]
+                                solo_async = _returns_coroutine(solo)
+                        if outbox:
+                            # adeliver() inlined: this runs once per event.
+                            pending = deliver(channel, on_error)
+                            while pending is not None:
+                                try:
+                                    await pending
+                                except Exception as error:
+                                    report_callback_error(on_error, error, channel.awaiting)
+                                pending = deliver(channel, on_error) if outbox else None
             finally:
                 aclose = getattr(source, "aclose", None)
                 if aclose is not None:
@@ -677,6 +815,49 @@ def warn_if_loop_running(owner: object, method: str, async_method: str) -> bool:
         stacklevel=3,
     )
     return True
+
+
+def _reads_batches(cls: type[Pipe]) -> bool:
+    """Whether ``arun()`` reads :meth:`Pipe.aiter_event_batches` of pipes of class ``cls``.
+
+    It does when the most derived definition of the two async sources is the batched one, so a
+    subclass that overrides only ``aiter_events`` is read through it.
+    """
+    for klass in cls.__mro__:
+        if klass is Pipe:
+            return False
+        if "aiter_event_batches" in vars(klass):
+            return True
+        if "aiter_events" in vars(klass):
+            return False
+    return False
+
+
+def _dispatch(cls: type[Pipe]) -> tuple[type | None, type | None, bool]:
+    """The delta kinds the drivers route without ``handle_event``, and whether lanes are allowed.
+
+    A subclass that overrides ``handle_event`` sees every event; one that overrides a delta hook
+    sees every delta of its kind through it.
+    """
+    if cls.handle_event is not Pipe.handle_event:
+        return None, None, False
+    lanes = (
+        cls.emit_text is Pipe.emit_text and cls.emit_reasoning_chunk is Pipe.emit_reasoning_chunk
+    )
+    return TextDelta, ReasoningDelta, lanes
+
+
+def _returns_coroutine(callback: Callable[[str], object]) -> bool:
+    """Whether every call of ``callback`` returns a coroutine: ``async def`` functions, methods."""
+    function = callback.__func__ if type(callback) is types.MethodType else callback
+    return type(function) is types.FunctionType and bool(
+        function.__code__.co_flags & inspect.CO_COROUTINE
+    )
+
+
+def _no_callback(chunk: str) -> None:
+    """Stands for the lane's callback while no lane can open (no callback, or lanes off)."""
+    raise AssertionError("a lane opened for an audience without a callback")
 
 
 def _checked(delta: object, what: str) -> str:

@@ -426,6 +426,15 @@ class Escaper:
         """The characters held back because they could still become a tag."""
         return self._pending or ""
 
+    @property
+    def settled(self) -> bool:
+        """Whether no tag is unfinished: text without ``<`` would then go out unchanged.
+
+        Not the same as nothing ``held``: after a delta ending in ``<`` nothing is held, yet
+        what follows may finish the tag that ``<`` began.
+        """
+        return self._pending is None
+
     def feed(self, text: str) -> str:
         """Escape one delta; return what can go out now."""
         pending = self._pending

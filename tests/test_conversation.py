@@ -31,7 +31,8 @@ from reasoning_stream._messages import INERT_MESSAGE_KEYS, messages_from_prompt
 from reasoning_stream._pipe import PipeResult
 from reasoning_stream.testing import ScriptedPipe
 
-CLAUDE = "claude-sonnet-4-6"
+# A model without preserved thinking (older blocks go back only in the tool loop).
+CLAUDE = "claude-sonnet-4-5"
 ANTHROPIC_URL = "https://api.anthropic.com"
 
 
@@ -152,6 +153,11 @@ def test_plain_multi_turn_sends_no_prior_reasoning_by_default() -> None:
     ("provider", "model", "expected"),
     [
         ("anthropic", CLAUDE, PassbackPolicy("tool_loop", "never")),
+        # Preserved thinking: every earlier turn's blocks go back (rule 2 of issue #11).
+        ("anthropic", "claude-opus-4-5", PassbackPolicy("always", "never")),
+        ("anthropic", "claude-sonnet-4-6", PassbackPolicy("always", "never")),
+        ("anthropic", "claude-opus-5", PassbackPolicy("always", "never")),
+        ("bedrock", "us.anthropic.claude-opus-4-5-v1:0", PassbackPolicy("always", "never")),
         ("bedrock", "anthropic.claude", PassbackPolicy("tool_loop", "never")),
         ("openai-responses", "o4-mini", PassbackPolicy("always", "never")),
         ("gemini", "gemini-2.5-pro", PassbackPolicy("always", "never")),
@@ -165,9 +171,11 @@ def test_plain_multi_turn_sends_no_prior_reasoning_by_default() -> None:
         (
             "openai-chat",
             "moonshotai/kimi-k2-thinking",
-            PassbackPolicy("tool_loop", "tool_calls", DETAILS),
+            # Kimi keeps its reasoning in context on every turn (the pipe's former rule).
+            PassbackPolicy("tool_loop", "always", DETAILS),
         ),
-        ("ollama", "qwen3", PassbackPolicy("never", "never")),
+        # The chat API takes thinking back in the current tool loop (rule 8 of issue #11).
+        ("ollama", "qwen3", PassbackPolicy("never", "tool_loop")),
         ("scripted", "scripted", PassbackPolicy()),
         (None, None, PassbackPolicy()),
     ],

@@ -185,6 +185,19 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     ("openai-chat", "Qwen/Qwen3-32B"): row(qwen(False), *[qwen(True)] * 7),
     ("openai-chat", "qwen3.5-plus"): row(qwen(False), *[qwen(True)] * 7),
     ("openai-chat", "deepseek-reasoner"): ALWAYS_REASONS,
+    # DeepSeek's API: a thinking switch and reasoning_effort (rule 9 of issue #11).
+    ("openai-chat", "deepseek-chat"): row(
+        {"thinking": {"type": "disabled"}},
+        {"thinking": {"type": "enabled"}},
+        *(
+            {"thinking": {"type": "enabled"}, "reasoning_effort": level}
+            for level in ("low", "medium", "high", "low", "medium", "high")
+        ),
+    ),
+    ("openai-chat", "kimi-k2.5"): row(
+        {"thinking": {"type": "disabled"}}, *[{"thinking": {"type": "enabled"}}] * 7
+    ),
+    ("openai-chat", "moonshotai/Kimi-K2-Thinking"): ALWAYS_REASONS,
     ("openai-chat", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"): ALWAYS_REASONS,
     ("openai-chat", "Qwen/QwQ-32B"): ALWAYS_REASONS,
     ("openai-chat", "Qwen/Qwen3-235B-A22B-Thinking-2507"): ALWAYS_REASONS,
@@ -229,8 +242,16 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     ("anthropic", "claude-sonnet-4-6"): ADAPTIVE_CLAUDE,
     ("anthropic", "claude-opus-4-6"): ADAPTIVE_CLAUDE,
     ("anthropic", "claude-opus-4-7"): ADAPTIVE_ONLY_CLAUDE,
-    ("anthropic", "claude-sonnet-5"): ADAPTIVE_ONLY_CLAUDE,
-    ("anthropic", "claude-mythos-preview"): ADAPTIVE_ONLY_CLAUDE,
+    # Rule 9 of issue #11: 5.x thinks by default; Opus 5 and Sonnet 5 accept "disabled"
+    # (at effort high or below), Opus 5.5, Mythos and Fable cannot turn thinking off.
+    ("anthropic", "claude-sonnet-5"): row(
+        {"thinking": {"type": "disabled"}}, *ADAPTIVE_ONLY_CLAUDE[1:]
+    ),
+    ("anthropic", "claude-opus-5"): row(
+        {"thinking": {"type": "disabled"}}, *ADAPTIVE_ONLY_CLAUDE[1:]
+    ),
+    ("anthropic", "claude-opus-5-5"): row(NOTHING, *ADAPTIVE_ONLY_CLAUDE[1:]),
+    ("anthropic", "claude-mythos-preview"): row(NOTHING, *ADAPTIVE_ONLY_CLAUDE[1:]),
     ("anthropic", "claude-3-5-sonnet-latest"): CANNOT_REASON,
     ("anthropic", "claude-3-5-haiku-20241022"): CANNOT_REASON,
     ("anthropic", "claude-3-opus-20240229"): CANNOT_REASON,

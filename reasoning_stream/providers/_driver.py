@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypedDict
 from urllib.parse import urlsplit
@@ -527,12 +527,27 @@ class ProviderPipe(Pipe, metaclass=_Validated):
                 source.close()
 
     async def aiter_events(self, prompt: Prompt) -> AsyncIterator[Event]:
-        """Stream one turn with the async client (a given sync client runs in a thread)."""
+        """Stream one turn with the async client, event by event (see the batched twin)."""
+        batches = self.aiter_event_batches(prompt)
+        try:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+        finally:
+            with anyio.CancelScope(shield=True):
+                await batches.aclose()  # type: ignore[attr-defined]
+
+    async def aiter_event_batches(self, prompt: Prompt) -> AsyncIterator[Sequence[Event]]:
+        """Stream one turn with the async client, the events of each wire chunk together.
+
+        ``arun()`` reads this loop. A given sync client runs in a worker thread, an event at a
+        time.
+        """
         check_prompt(prompt)
         check_passback(prompt, self)
         if not self.stream:
             async for event in self._aiter_response(prompt):
-                yield event
+                yield (event,)
             return
         if self.reads_in_threads:
             client, owned = self.sync_client(), False
@@ -542,7 +557,7 @@ class ProviderPipe(Pipe, metaclass=_Validated):
                 threaded = Pipe.aiter_events(self, prompt)
                 try:
                     async for event in threaded:
-                        yield event
+                        yield (event,)
                 finally:
                     with anyio.CancelScope(shield=True):
                         await threaded.aclose()  # type: ignore[attr-defined]
@@ -557,14 +572,16 @@ class ProviderPipe(Pipe, metaclass=_Validated):
                 events = translator.feed(chunk)
                 if translator.response_id is not None:
                     self.set_response_id(translator.response_id)
-                for event in events:
-                    yield event
-            for event in translator.finish():
-                yield event
+                if events:
+                    yield events
+            events = translator.finish()
+            if events:
+                yield events
         except Exception:
             self.set_response_id(translator.response_id)
-            for event in translator.salvage():
-                yield event
+            events = translator.salvage()
+            if events:
+                yield events
             raise
         finally:
             self.stream_ended(translator)

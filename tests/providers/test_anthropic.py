@@ -184,7 +184,8 @@ async def test_thinking_then_answer(drive: Drive) -> None:
         0,
     )
     assert state.payload == expected["signature"]
-    assert state.extra == {"thinking": expected["thinking"]}
+    # Where the block sat in the message: no answer text and no tool call before it.
+    assert state.extra == {"thinking": expected["thinking"], "text_offset": 0, "call_index": 0}
     assert state.endpoint == pipe.endpoint == url
     assert_secrets_hidden(chunks, result)
     assert_channel_matches(chunks, result)
@@ -268,7 +269,11 @@ async def test_signature_only_thinking_leaves_no_markers(drive: Drive) -> None:
     assert result.model_reasoning == ""
     assert result.timings.time_to_first_reasoning is None
     (state,) = result.reasoning_state
-    assert (state.kind, state.block, state.extra) == ("signature", 0, {"thinking": ""})
+    assert (state.kind, state.block, state.extra) == (
+        "signature",
+        0,
+        {"thinking": "", "text_offset": 0, "call_index": 0},
+    )
     assert result.usage.reasoning_tokens == 49
     assert "thinking" not in result.message
     assert_secrets_hidden(chunks, result)
@@ -423,7 +428,7 @@ class History:
 
 
 @pytest.mark.anyio
-async def test_states_go_back_at_the_head_of_the_tool_use_turn(drive: Drive) -> None:
+async def test_states_go_back_in_the_order_of_the_tool_use_turn(drive: Drive) -> None:
     with WireServer("anthropic_interleaved_tool", "anthropic_tool_answer") as server:
         pipe, _ = drive.pipe(server)
         first = await drive.run(pipe, "Weather in Paris?")
@@ -448,11 +453,12 @@ async def test_states_go_back_at_the_head_of_the_tool_use_turn(drive: Drive) -> 
         {"role": "user", "content": "Weather in Paris?"},
         {
             "role": "assistant",
+            # Exactly the order of the response (rule 1 of issue #11).
             "content": [
                 thinking0,
                 redacted,
-                thinking3,
                 {"type": "text", "text": text["text"]},
+                thinking3,
                 tool_use,
             ],
         },

@@ -198,6 +198,8 @@ async def test_converse_reasoning_signature_then_answer(drive: Drive) -> None:
             signatures("bedrock_converse_reasoning")[0],
             0,
             text=reasoning,
+            text_offset=0,
+            call_index=0,
             api="converse",
         ),
     )
@@ -229,7 +231,9 @@ async def test_converse_redacted_content_is_a_bytes_state(drive: Drive) -> None:
     assert result.model_reasoning == ""
     assert result.reasoning_segments == ()
     payload = redacted_bytes("bedrock_converse_redacted")
-    assert result.reasoning_state == (state("redacted", payload, 0, api="converse"),)
+    assert result.reasoning_state == (
+        state("redacted", payload, 0, text_offset=0, call_index=0, api="converse"),
+    )
     assert isinstance(result.reasoning_state[0].payload, bytes)
     assert result.usage == Usage(input_tokens=18, output_tokens=77)
     assert_states_hidden(chunks, result)
@@ -253,8 +257,8 @@ async def test_converse_reasoning_around_tool_use(drive: Drive) -> None:
     )
     sig_a, sig_b = signatures("bedrock_converse_tool_use")
     assert result.reasoning_state == (
-        state("signature", sig_a, 0, text=first, api="converse"),
-        state("signature", sig_b, 2, text=second, api="converse"),
+        state("signature", sig_a, 0, text=first, text_offset=0, call_index=0, api="converse"),
+        state("signature", sig_b, 2, text=second, text_offset=0, call_index=1, api="converse"),
     )
     assert (result.status, result.finish_reason) == ("completed", "tool_calls")
     assert result.message["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'
@@ -473,8 +477,10 @@ async def test_invoke_anthropic_thinking_events(drive: Drive) -> None:
     signature = events[4]["delta"]["signature"]
     data = events[6]["content_block"]["data"]
     assert result.reasoning_state == (
-        state("signature", signature, 0, thinking=reasoning, api="invoke"),
-        state("redacted", data, 1, api="invoke"),
+        state(
+            "signature", signature, 0, thinking=reasoning, text_offset=0, call_index=0, api="invoke"
+        ),
+        state("redacted", data, 1, text_offset=0, call_index=0, api="invoke"),
     )
     # The invocation metrics of the last chunk have the final word on usage.
     assert result.usage == Usage(input_tokens=30, output_tokens=52)

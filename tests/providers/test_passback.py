@@ -37,7 +37,8 @@ from reasoning_stream.providers import (
 )
 from reasoning_stream.testing._wire import Transcript, WireServer
 
-CLAUDE = "claude-sonnet-4-6"
+# A model without preserved thinking: earlier turns' blocks go back only in the tool loop.
+CLAUDE = "claude-sonnet-4-5"
 BEDROCK_CLAUDE = "us.anthropic.claude-sonnet-4-20250514-v1:0"
 THINKING = {"type": "enabled", "budget_tokens": 2048}
 GEMINI_TOOLS = "gemini-3-pro-preview"
@@ -173,7 +174,9 @@ def bedrock_pipe(server: WireServer, model: str = BEDROCK_CLAUDE) -> Iterator[Be
 
 @contextmanager
 def ollama_pipe(server: WireServer) -> Iterator[OllamaPipe]:
-    yield OllamaPipe("qwen3", client=ollama.Client(host=server.url), think=True)
+    # The client is the test's: close it, or its pooled socket leaks into a later test.
+    with ollama.Client(host=server.url) as client:
+        yield OllamaPipe("qwen3", client=client, think=True)
 
 
 def gemini_reply(name: str, model: str) -> Transcript:
@@ -212,8 +215,16 @@ def test_anthropic_thinking_goes_back_verbatim_in_the_loop_and_not_after() -> No
     )
     tool_turn = follow_up["messages"][1]
     assert tool_turn["role"] == "assistant"
-    assert tool_turn["content"][:3] == [thinking0, redacted, thinking3]
-    assert [block["type"] for block in tool_turn["content"][3:]] == ["text", "tool_use"]
+    # The blocks go back in the order the response streamed them (rule 1 of issue #11).
+    content = tool_turn["content"]
+    assert [block["type"] for block in content] == [
+        "thinking",
+        "redacted_thinking",
+        "text",
+        "thinking",
+        "tool_use",
+    ]
+    assert [content[0], content[1], content[3]] == [thinking0, redacted, thinking3]
     raw = server.requests[1].body.decode()
     assert json.dumps(thinking0["signature"]) in raw
     assert json.dumps(redacted["data"]) in raw
@@ -241,7 +252,8 @@ async def test_anthropic_tool_loop_through_arun() -> None:
             await client.close()
     assert second.text == "It is 18 °C and sunny in Paris."
     sent = server.requests[1].json()["messages"][1]["content"]
-    assert [block["type"] for block in sent[:3]] == ["thinking", "redacted_thinking", "thinking"]
+    kinds = [block["type"] for block in sent]
+    assert kinds == ["thinking", "redacted_thinking", "text", "thinking", "tool_use"]
     assert conversation.pending_generation is None
 
 
@@ -256,10 +268,12 @@ def test_bedrock_converse_sends_its_reasoning_back_in_the_tool_loop() -> None:
     assert first is not None and first.states
     assistant = server.requests[1].json()["messages"][1]
     assert assistant["role"] == "assistant"
-    head = [block for block in assistant["content"] if "reasoningContent" in block]
-    assert len(head) == len(first.states)
-    assert assistant["content"][: len(head)] == head
-    for block, state in zip(head, first.states, strict=True):
+    reasoning = [block for block in assistant["content"] if "reasoningContent" in block]
+    assert len(reasoning) == len(first.states)
+    # reasoning, toolUse, reasoning, toolUse: the order of the response (rule 1 of issue #11).
+    kinds = [next(iter(block)) for block in assistant["content"]]
+    assert kinds == ["reasoningContent", "toolUse", "reasoningContent", "toolUse"]
+    for block, state in zip(reasoning, first.states, strict=True):
         assert state.kind == "signature"
         assert block["reasoningContent"]["reasoningText"] == {
             "text": state.extra["text"],

@@ -20,6 +20,7 @@ from reasoning_stream.providers import BedrockPipe, OpenAIChatPipe
 from reasoning_stream.testing._wire import WireServer
 from tests.providers.test_passback import (
     BEDROCK_CLAUDE,
+    CLAUDE,
     THINKING,
     anthropic_pipe,
     chat_pipe,
@@ -149,7 +150,7 @@ def test_thinking_other_model_anthropic() -> None:
             conversation = weather_loop(first)
         with anthropic_pipe(server, "claude-opus-4-1") as pipe:
             problems = check(conversation, pipe, server, "thinking_other_model", anthropic_accepts)
-    assert "claude-sonnet-4-6" in problems[0].message
+    assert CLAUDE in problems[0].message  # the model that made the loop's thinking
 
 
 def test_thinking_missing_bedrock() -> None:

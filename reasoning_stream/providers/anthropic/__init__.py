@@ -19,8 +19,8 @@ from .._errors import provider_error
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import AsyncSource, Source, asdk_source, sdk_source
 from . import request
-from .effort import PLANNER
-from .request import convert_turns
+from .effort import PLANNER, keeps_earlier_thinking
+from .request import INTERLEAVED_BETA, convert_turns, needs_interleaved_beta
 from .translate import PROVIDER, AnthropicTranslator, error_details, stream_error
 
 __all__ = ["DEFAULT_MAX_TOKENS", "SPEC", "AnthropicPipe", "AnthropicTranslator"]
@@ -131,11 +131,24 @@ class AnthropicPipe(ProviderPipe):
             )
         return self.max_tokens
 
+    def request_headers(self, body: Mapping[str, Any]) -> dict[str, str]:
+        """HTTP headers the request for ``body`` needs besides the SDK's own.
+
+        Manual extended thinking (``budget_tokens``) on Claude 4 models thinks between tool
+        calls only with the documented beta header; adaptive thinking interleaves by itself.
+        """
+        if needs_interleaved_beta(self.model or "", body):
+            return {"anthropic-beta": INTERLEAVED_BETA}
+        return {}
+
     def _create_arguments(self, prompt: Prompt | Any) -> dict[str, Any]:
         body = self.build_request(prompt)
         self.log_request("/v1/messages", body)
+        headers = self.request_headers(body)
         arguments: dict[str, Any] = {name: body.pop(name) for name in _NAMED_ARGUMENTS}
         arguments["stream"] = True
+        if headers:
+            arguments["extra_headers"] = headers
         # Every other field rides in extra_body, so fields this SDK version does not name
         # (or names differently) still reach the server exactly as built.
         if body:
@@ -216,8 +229,11 @@ _ONESHOT_TIMEOUT = 600.0
 
 
 def _passback(model: str | None) -> PassbackPolicy:
-    # Signed thinking must open each assistant turn of an unfinished tool loop; once a user
-    # turn follows, the API ignores (and bills) older blocks.
+    # Models with preserved thinking (Opus 4.5+, Sonnet 4.6+, 5.x) use every earlier turn's
+    # blocks, sent back exactly as received; older ones need them only in the current tool
+    # loop and ignore (while billing) older blocks.
+    if keeps_earlier_thinking(model or ""):
+        return PassbackPolicy(states="always")
     return PassbackPolicy(states="tool_loop")
 
 

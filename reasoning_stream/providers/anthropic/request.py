@@ -12,11 +12,23 @@ from dataclasses import replace
 from typing import Any
 
 from ..._events import ReasoningState
-from ..._history import HistoryTurn, tool_call_arguments
+from ..._history import HistoryTurn, in_received_order, tool_call_arguments
 from ..._preflight import PassbackProblem, PreflightTurn
+from .effort import claude_version
 from .translate import PROVIDER, field_of, text_of
 
-__all__ = ["THINKING_OFF", "convert_turns", "preflight", "repair", "thinking_turned_off"]
+__all__ = [
+    "INTERLEAVED_BETA",
+    "THINKING_OFF",
+    "convert_turns",
+    "needs_interleaved_beta",
+    "preflight",
+    "repair",
+    "thinking_turned_off",
+]
+
+INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+"""The beta that lets manual extended thinking think between tool calls (Claude 4 models)."""
 
 
 def _image_block(url: str) -> dict[str, Any]:
@@ -96,18 +108,32 @@ def _assistant_message(
     turn: HistoryTurn, provider: str, marks: Mapping[str, Any]
 ) -> dict[str, Any]:
     message = turn.message
-    state_blocks = [
-        block
-        for block in (_state_block(state, provider, marks) for state in turn.states)
+    placed = [
+        (state, block)
+        for state, block in ((state, _state_block(state, provider, marks)) for state in turn.states)
         if block is not None
     ]
     calls = field_of(message, "tool_calls") or []
     content = field_of(message, "content")
-    if not state_blocks and not calls:
+    if not placed and not calls:
         return {"role": "assistant", "content": _native_content(content)}
-    # Thinking goes first: the API checks that a continued tool-use turn starts with the
-    # thinking blocks it signed, unchanged and in their order.
-    blocks: list[Any] = [*state_blocks, *_content_blocks(content)]
+    # The API checks that a continued tool-use turn carries the thinking blocks it signed,
+    # unchanged and where they were: the blocks go back in the order the response had them
+    # (interleaved thinking puts thinking between text and tool_use blocks).
+    if isinstance(content, str) and placed:
+        ordered = in_received_order(
+            content,
+            calls,
+            [(state, block) for state, block in placed],
+            lambda text: {"type": "text", "text": text},
+            _tool_use_block,
+        )
+        if ordered is not None:
+            return {"role": "assistant", "content": ordered}
+    # Turns recorded without positions: the thinking goes first, as the API requires of
+    # a turn that starts with thinking.
+    blocks: list[Any] = [block for _, block in placed]
+    blocks += _content_blocks(content)
     blocks.extend(_tool_use_block(call) for call in calls)
     return {"role": "assistant", "content": blocks}
 
@@ -164,6 +190,28 @@ def convert_turns(
                 {"role": "user", "content": _native_content(field_of(message, "content"))}
             )
     return system, messages
+
+
+def needs_interleaved_beta(model: str, body: Mapping[str, Any]) -> bool:
+    """Whether a request needs the interleaved-thinking beta to think between tool calls.
+
+    Only manual extended thinking (``{"type": "enabled", "budget_tokens": N}``) with tools,
+    on Claude 4 models that take it (4.0 to 4.6); adaptive thinking interleaves without a
+    header, Claude 3.7 cannot interleave, and 4.7 and later reject manual thinking anyway.
+
+    >>> body = {"thinking": {"type": "enabled", "budget_tokens": 2048}, "tools": [{"name": "t"}]}
+    >>> needs_interleaved_beta("claude-sonnet-4-5", body)
+    True
+    >>> needs_interleaved_beta("claude-3-7-sonnet", body)
+    False
+    """
+    thinking = body.get("thinking")
+    if not body.get("tools") or not isinstance(thinking, Mapping):
+        return False
+    if thinking.get("type") != "enabled":
+        return False
+    version = claude_version(model)
+    return version is not None and (4, 0) <= version <= (4, 6)
 
 
 # ------------------------------------------------------------------------------ preflight

@@ -80,6 +80,8 @@ class _Block:
     call_id: str = ""
     name: str = ""
     initial_input: Any = None
+    position: dict[str, int] = field(default_factory=dict)
+    """Where a thinking block sat among the answer: text before it, tool calls before it."""
 
 
 class AnthropicTranslator:
@@ -128,6 +130,10 @@ class AnthropicTranslator:
         """Whether the message ended (a stop reason or ``message_stop``): without it, a
         stream that ends was cut short."""
         self._blocks: dict[int, _Block] = {}
+        # How much answer text and how many tool calls came before the current block: each
+        # state records them, so a follow-up request echoes the blocks in the order received.
+        self._text_length = 0
+        self._calls = 0
 
     def feed(self, event: Any) -> list[Event]:
         """The events for one raw stream event; unknown event types give none.
@@ -221,7 +227,11 @@ class AnthropicTranslator:
             return []
         block_type = field_of(content, "type")
         if block_type == "thinking":
-            block = _Block("thinking", signature=text_of(field_of(content, "signature")))
+            block = _Block(
+                "thinking",
+                signature=text_of(field_of(content, "signature")),
+                position=self._position(),
+            )
             self._blocks[index] = block
             events: list[Event] = [ReasoningStart()]
             # The API starts thinking blocks empty, but a proxy may send one whole.
@@ -234,12 +244,16 @@ class AnthropicTranslator:
             # The data is complete in the start event; keep it now so a stream cut before
             # the block's stop still leaves it on the result.
             data = text_of(field_of(content, "data"))
-            return [OpaqueState(self._state("redacted", data, index))] if data else []
+            if not data:
+                return []
+            return [OpaqueState(self._state("redacted", data, index, self._position()))]
         if block_type == "text":
             self._blocks[index] = _Block("text")
             initial = text_of(field_of(content, "text"))
+            self._text_length += len(initial)
             return [TextDelta(initial)] if initial else []
         if block_type == "tool_use":
+            self._calls += 1
             self._blocks[index] = _Block(
                 "tool_use",
                 call_id=text_of(field_of(content, "id")),
@@ -257,7 +271,7 @@ class AnthropicTranslator:
         block = self._blocks.get(index)
         if delta_type == "thinking_delta":
             if block is None:
-                block = self._blocks[index] = _Block("thinking")
+                block = self._blocks[index] = _Block("thinking", position=self._position())
             piece = text_of(field_of(delta, "thinking"))
             if not piece:
                 return []
@@ -265,12 +279,13 @@ class AnthropicTranslator:
             return [ReasoningDelta(piece)]
         if delta_type == "signature_delta":
             if block is None:
-                block = self._blocks[index] = _Block("thinking")
+                block = self._blocks[index] = _Block("thinking", position=self._position())
             # The API sends the whole signature in one delta; a later one replaces it.
             block.signature = text_of(field_of(delta, "signature"))
             return []
         if delta_type == "text_delta":
             piece = text_of(field_of(delta, "text"))
+            self._text_length += len(piece)
             return [TextDelta(piece)] if piece else []
         if delta_type == "input_json_delta" and block is not None:
             block.parts.append(text_of(field_of(delta, "partial_json")))
@@ -283,7 +298,10 @@ class AnthropicTranslator:
             # An unsigned block cannot be sent back, so it leaves no state.
             if block.signature:
                 state = self._state(
-                    "signature", block.signature, index, {"thinking": "".join(block.parts)}
+                    "signature",
+                    block.signature,
+                    index,
+                    {"thinking": "".join(block.parts), **block.position},
                 )
                 events.append(OpaqueState(state))
             return events
@@ -294,6 +312,9 @@ class AnthropicTranslator:
                 arguments = json.dumps(initial) if initial else "{}"
             return [ToolCall(block.call_id, block.name, arguments)]
         return []
+
+    def _position(self) -> dict[str, int]:
+        return {"text_offset": self._text_length, "call_index": self._calls}
 
     def _state(
         self, kind: str, payload: str, index: Any, extra: Mapping[str, Any] | None = None

@@ -46,7 +46,8 @@ from .._driver import PipeOptions, ProviderPipe, require
 from .._errors import build_error, provider_error, retry_after_seconds
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import AsyncSource, Source, aevent_stream_source, event_stream_source
-from ..anthropic.request import thinking_turned_off
+from ..anthropic.effort import keeps_earlier_thinking
+from ..anthropic.request import INTERLEAVED_BETA, needs_interleaved_beta, thinking_turned_off
 from . import request as bedrock_request
 from .effort import PLANNER
 from .request import anthropic_messages, converse_messages, deepseek_prompt
@@ -275,8 +276,21 @@ class BedrockPipe(ProviderPipe):
             if thinking_turned_off(turns) and isinstance(fields, dict):
                 request["additionalModelRequestFields"] = fields = dict(fields)
                 bedrock_request.drop_thinking(fields)
+            if isinstance(fields, Mapping) and self._needs_interleaved_beta(
+                fields, request.get("toolConfig")
+            ):
+                request["additionalModelRequestFields"] = _with_beta(fields)
             return request
         return {"modelId": self.model_id, "body": json.dumps(self.invoke_body(turns))}
+
+    def _needs_interleaved_beta(self, fields: Mapping[str, Any], tools: Any) -> bool:
+        # Claude on Bedrock takes Anthropic's betas in the body (anthropic_beta): manual
+        # thinking budgets think between tool calls only with the interleaved-thinking beta.
+        if "anthropic.claude" not in self.model_id.lower():
+            return False
+        return needs_interleaved_beta(
+            self.model_id, {"thinking": fields.get("thinking"), "tools": tools}
+        )
 
     def invoke_body(self, turns: Sequence[HistoryTurn]) -> dict[str, Any]:
         """The model's native request body for ``api="invoke"``."""
@@ -322,6 +336,8 @@ class BedrockPipe(ProviderPipe):
         body.update(self.extra_body)
         if thinking_turned_off(turns):
             bedrock_request.drop_thinking(body)
+        if family == "anthropic" and self._needs_interleaved_beta(body, body.get("tools")):
+            body = _with_beta(body)
         return body
 
     # ------------------------------------------------------------------------- stream
@@ -384,8 +400,20 @@ class BedrockPipe(ProviderPipe):
         return bedrock_error(error, self.provider or PROVIDER)
 
 
+def _with_beta(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with the interleaved-thinking beta added to ``anthropic_beta``."""
+    betas = list(fields.get("anthropic_beta") or ())
+    if INTERLEAVED_BETA not in betas:
+        betas.append(INTERLEAVED_BETA)
+    return {**fields, "anthropic_beta": betas}
+
+
 def _passback(model: str | None) -> PassbackPolicy:
-    # As on Anthropic: signed reasoning opens each assistant turn of an unfinished tool loop.
+    # As on Anthropic: Claude models with preserved thinking use every earlier turn's
+    # reasoning; others need it in the current tool loop only.
+    lowered = (model or "").lower()
+    if "anthropic.claude" in lowered and keeps_earlier_thinking(lowered):
+        return PassbackPolicy(states="always")
     return PassbackPolicy(states="tool_loop")
 
 

@@ -37,7 +37,7 @@ def _plan_bedrock(model: str, ask: Ask, max_tokens: int | None, where: str) -> D
             params["additionalModelRequestFields"] = thinking.fields
         if thinking.max_tokens is not None:
             params["inferenceConfig"] = {"maxTokens": thinking.max_tokens}
-        return Draft(params, thinking.notes)
+        return Draft(params, thinking.notes, supported=thinking.supported)
     if "deepseek" in name and "r1" in name:
         return always_reasons(ask, where)
     if "gpt-oss" in name:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..._events import ReasoningState
-from ..._history import HistoryTurn
+from ..._history import HistoryTurn, in_received_order
 from ..._preflight import PassbackProblem, PreflightTurn
 from ..anthropic.request import (
     convert_turns,
@@ -115,35 +115,60 @@ def converse_messages(
             continue
         content: list[dict[str, Any]] = []
         if role == "assistant":
-            for state in _usable_states(turn, "converse"):
-                if state.kind == "signature":
-                    block: dict[str, Any] = {
-                        "text": str(state.extra.get("text", "")),
-                        "signature": state.payload,
-                    }
-                    content.append({"reasoningContent": {"reasoningText": block}})
-                elif state.kind == "redacted":
-                    content.append(
-                        {"reasoningContent": {"redactedContent": _redacted_bytes(state.payload)}}
-                    )
-        if text:
+            content = _assistant_content(turn, text)
+        elif text:
             content.append({"text": text})
-        if role == "assistant":
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") or {}
-                content.append(
-                    {
-                        "toolUse": {
-                            "toolUseId": call.get("id") or "",
-                            "name": function.get("name") or "",
-                            "input": _arguments(function.get("arguments")),
-                        }
-                    }
-                )
         messages.append(
             {"role": "assistant" if role == "assistant" else "user", "content": content}
         )
     return _merge_roles(messages), system
+
+
+def _reasoning_block(state: ReasoningState) -> dict[str, Any] | None:
+    if state.kind == "signature":
+        block: dict[str, Any] = {
+            "text": str(state.extra.get("text", "")),
+            "signature": state.payload,
+        }
+        return {"reasoningContent": {"reasoningText": block}}
+    if state.kind == "redacted":
+        return {"reasoningContent": {"redactedContent": _redacted_bytes(state.payload)}}
+    return None
+
+
+def _tool_use(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return {
+        "toolUse": {
+            "toolUseId": call.get("id") or "",
+            "name": function.get("name") or "",
+            "input": _arguments(function.get("arguments")),
+        }
+    }
+
+
+def _assistant_content(turn: HistoryTurn, text: str) -> list[dict[str, Any]]:
+    """An assistant turn's blocks: reasoning, text and tool use in the order received.
+
+    Bedrock checks the reasoning blocks of a continued tool-use turn like Anthropic does:
+    unchanged and where they were. Turns recorded without positions put reasoning first.
+    """
+    calls = list(turn.message.get("tool_calls") or ())
+    placed = [
+        (state, block)
+        for state, block in (
+            (state, _reasoning_block(state)) for state in _usable_states(turn, "converse")
+        )
+        if block is not None
+    ]
+    ordered = in_received_order(text, calls, placed, lambda part: {"text": part}, _tool_use)
+    if ordered is not None and placed:
+        return ordered
+    content = [block for _, block in placed]
+    if text:
+        content.append({"text": text})
+    content.extend(_tool_use(call) for call in calls)
+    return content
 
 
 def anthropic_messages(turns: Sequence[HistoryTurn]) -> tuple[list[dict[str, Any]], str]:

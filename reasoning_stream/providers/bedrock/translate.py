@@ -103,6 +103,8 @@ class _Block:
     tool_id: str | None = None
     tool_name: str | None = None
     tool_input: list[str] = field(default_factory=list)
+    position: dict[str, int] = field(default_factory=dict)
+    """Where a reasoning block sat among the answer: text and tool calls before it."""
 
 
 class _StateMaker:
@@ -169,6 +171,10 @@ class ConverseStreamTranslator:
         self._blocks: dict[int, _Block] = {}
         self.stopped = False
         """Whether ``messageStop`` arrived."""
+        # Answer text and tool calls so far: each reasoning state records them, so a
+        # follow-up request echoes the blocks in the order received.
+        self._text_length = 0
+        self._calls = 0
 
     def _block(self, index: Any) -> _Block:
         key = index if isinstance(index, int) else -1
@@ -186,6 +192,7 @@ class ConverseStreamTranslator:
             body = chunk["contentBlockStart"] or {}
             tool = (body.get("start") or {}).get("toolUse")
             if isinstance(tool, Mapping):
+                self._calls += 1
                 started = self._block(body.get("contentBlockIndex"))
                 started.tool_id = tool.get("toolUseId")
                 started.tool_name = tool.get("name")
@@ -222,6 +229,8 @@ class ConverseStreamTranslator:
         reasoning = delta.get("reasoningContent")
         if isinstance(reasoning, Mapping):
             block = self._block(index)
+            if not block.is_reasoning:
+                block.position = {"text_offset": self._text_length, "call_index": self._calls}
             block.is_reasoning = True
             text = reasoning.get("text")
             if isinstance(text, str) and text:
@@ -237,6 +246,7 @@ class ConverseStreamTranslator:
         text = delta.get("text")
         if isinstance(text, str):
             if text:
+                self._text_length += len(text)
                 events.append(TextDelta(text))
             return
         tool = delta.get("toolUse")
@@ -255,11 +265,15 @@ class ConverseStreamTranslator:
                         "signature",
                         block.signature,
                         block.index,
-                        {"text": "".join(block.reasoning)},
+                        {"text": "".join(block.reasoning), **block.position},
                     )
                 )
             if block.redacted:
-                events.append(self._states.make("redacted", b"".join(block.redacted), block.index))
+                events.append(
+                    self._states.make(
+                        "redacted", b"".join(block.redacted), block.index, block.position
+                    )
+                )
         elif block.tool_id is not None or block.tool_input:
             events.append(_tool_call(block))
 

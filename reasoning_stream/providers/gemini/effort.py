@@ -33,6 +33,16 @@ class GeminiFamily:
 _GEMINI_VERSION = re.compile(r"gemini-(\d+)(?:\.(\d+))?")
 
 
+def gemini_version(model: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a Gemini model id; ``None`` for aliases without one.
+
+    >>> gemini_version("models/gemini-3-pro-preview"), gemini_version("gemini-flash-latest")
+    ((3, 0), None)
+    """
+    match = _GEMINI_VERSION.search(model_tail(model))
+    return None if match is None else (int(match[1]), int(match[2] or 0))
+
+
 def gemini_family(model: str) -> GeminiFamily:
     name = model_tail(model)
     if name.startswith("gemma"):

@@ -108,7 +108,14 @@ class OllamaPipe(ProviderPipe):
         self.inline_tags: bool | Literal["auto"] = inline_tags
         self.start_in_reasoning = start_in_reasoning
         self.tags: tuple[str, ...] | None = tuple(tags) if tags is not None else None
-        self.host = self.base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        # The scope of what this pipe's turns may get back is the server it really talks to:
+        # a given client's own host, else base_url, $OLLAMA_HOST or the default.
+        self.host = (
+            self.base_url
+            or _client_host(self.client)
+            or os.environ.get("OLLAMA_HOST")
+            or DEFAULT_HOST
+        )
         self.endpoint = self.host
         self.last_server_timings: dict[str, float] | None = None
         """Server-side timings of the latest run, in seconds: ``total_duration``,
@@ -231,8 +238,17 @@ class OllamaPipe(ProviderPipe):
         return provider_error(provider, error)
 
 
+def _client_host(client: Any) -> str | None:
+    """The server an ``ollama.Client`` talks to (its httpx client's base URL)."""
+    inner = getattr(client, "_client", None)
+    root = str(getattr(inner, "base_url", "") or "").rstrip("/")
+    return root or None
+
+
 def _passback(model: str | None) -> PassbackPolicy:
-    return PassbackPolicy()
+    # The chat API takes an assistant message's ``thinking``, and the gpt-oss and Qwen3
+    # templates render it for the turns after the last user message: the current tool loop.
+    return PassbackPolicy(reasoning="tool_loop")
 
 
 def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:

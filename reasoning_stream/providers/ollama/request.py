@@ -43,10 +43,16 @@ def content_text(content: Any) -> str:
 
 
 def chat_messages(turns: Sequence[HistoryTurn]) -> list[dict[str, Any]]:
-    """The ``messages`` of a chat call: content, tool calls and tool names only."""
+    """The ``messages`` of a chat call: content, tool calls, tool names, and the ``thinking``
+    of the current tool loop's assistant turns."""
     messages: list[dict[str, Any]] = []
     tool_names: dict[str, str] = {}
-    for turn in turns:
+    # The templates render thinking only after the last user message (the current tool loop).
+    loop_start = 1 + max(
+        (index for index, turn in enumerate(turns) if turn.message.get("role") == "user"),
+        default=-1,
+    )
+    for index, turn in enumerate(turns):
         source = turn.message
         role = source.get("role")
         if role == "developer":
@@ -74,8 +80,10 @@ def chat_messages(turns: Sequence[HistoryTurn]) -> list[dict[str, Any]]:
             tool_name = source.get("name") or tool_names.get(str(source.get("tool_call_id")))
             if tool_name:
                 message["tool_name"] = tool_name
-        # Deliberately nothing else: Ollama takes no reasoning back, so neither a
-        # turn's readable reasoning nor any stored state is ever re-sent.
+        if role == "assistant" and turn.reasoning and index >= loop_start:
+            # The passback policy put the turn's own reasoning here (current tool loop).
+            message["thinking"] = turn.reasoning
+        # Nothing else: Ollama keeps no opaque state, so none is ever re-sent.
         messages.append(message)
     return messages
 

@@ -21,7 +21,7 @@ from ..._events import (
     Usage,
     UsageReport,
 )
-from ..._tags import Scanner
+from .._inline import TagReader, inline_scanner
 
 __all__ = ["OllamaTranslator", "field_of", "text_of"]
 
@@ -87,10 +87,8 @@ class OllamaTranslator:
         self.endpoint = endpoint
         self.api = api
         self._always_scan = inline_tags is True
-        self._scanner: Scanner | None = (
-            Scanner(start_in_reasoning=start_in_reasoning, tags=tags)
-            if inline_tags is not False
-            else None
+        self._scanner: TagReader | None = inline_scanner(
+            inline_tags, start_in_reasoning=start_in_reasoning, tags=tags
         )
         self._native_open = False
         self._calls = 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, ClassVar, Literal, Unpack
 from urllib.parse import urlsplit
 
@@ -22,7 +22,7 @@ from ..._conversation import PassbackPolicy, ReasoningPassback
 from ..._exceptions import UsageError
 from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
-from ..._tags import grammar_for
+from ..._tags import DEFAULT_TAGS, grammar_for
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._oneshot import apost_json, post_json
 from .._spec import ApiRoot, Demo, ProviderSpec
@@ -41,6 +41,17 @@ from .effort import PLANNER
 from .translate import REASONING_FIELDS, InlineTags, OpenAIChatTranslator, starts_in_reasoning
 
 __all__ = ["SPEC", "OpenAIChatPipe", "OpenAIChatTranslator", "starts_in_reasoning"]
+
+
+def is_gemini(model: str) -> bool:
+    """Whether ``model`` is a Gemini model (served here by the OpenAI-compatible endpoint)."""
+    return model.lower().rsplit("/", 1)[-1].startswith("gemini-")
+
+
+def _default_tags(model: str) -> tuple[str, ...] | None:
+    # Gemini's OpenAI-compatible endpoint wraps thought summaries in <thought>...</thought>
+    # inside content (ai.google.dev/gemini-api/docs/openai#thinking).
+    return ("thought", *DEFAULT_TAGS) if is_gemini(model) else None
 
 
 def _is_async_client(client: Any) -> bool:
@@ -79,8 +90,9 @@ class OpenAIChatPipe(ProviderPipe):
         tags: tag names for the scanner (default ``think``, ``thinking``, ``reasoning``).
         include_usage: request ``stream_options.include_usage`` (default on).
         send_reasoning_back: put a turn's readable reasoning back on earlier assistant
-            messages as ``reasoning_content``. ``None``: only where the host needs it (a
-            ``deepseek`` model's tool-call turns, any ``kimi`` model's turns).
+            messages as ``reasoning_content``. ``None``: where the host needs it, as the
+            provider's passback policy says (every tool-call turn of a ``deepseek`` or
+            ``kimi`` model, ``""`` when it had none).
         extra_body: fields merged into the request body (``chat_template_kwargs``,
             ``grammar``, ...).
         timeout: seconds, for clients the pipe builds and for each request.
@@ -132,7 +144,9 @@ class OpenAIChatPipe(ProviderPipe):
         self.transport = transport
         self.inline_tags: InlineTags = inline_tags
         self.tags: tuple[str, ...] | None = (
-            None if tags is None else tuple((tags,) if isinstance(tags, str) else tags)
+            _default_tags(model)
+            if tags is None
+            else tuple((tags,) if isinstance(tags, str) else tags)
         )
         grammar_for(self.tags)  # a bad tag name fails here, not in the middle of a stream
         self.start_in_reasoning = (
@@ -176,11 +190,8 @@ class OpenAIChatPipe(ProviderPipe):
             return False
         return super().needs_api_key()
 
-    def _auto_send_reasoning(self, message: Mapping[str, Any]) -> bool:
-        model = (self.model or "").lower()
-        if "kimi" in model:
-            return True
-        return "deepseek" in model and bool(message.get("tool_calls"))
+    def _detect_tags(self, model: str) -> tuple[str, ...] | None:
+        return _default_tags(model)
 
     def translator(self) -> OpenAIChatTranslator:
         """A fresh translator configured for this pipe (one per stream)."""
@@ -219,12 +230,7 @@ class OpenAIChatPipe(ProviderPipe):
         return {}
 
     def _message(self, turn: HistoryTurn) -> dict[str, Any]:
-        send = self.send_reasoning_back
-        if send is None and turn.reasoning is not None:
-            send = self._auto_send_reasoning(turn.message)
-        return request.message(
-            turn, self, send_reasoning=bool(send), reasoning_field=self.reasoning_passback_field
-        )
+        return request.message(turn, self, reasoning_field=self.reasoning_passback_field)
 
     # ------------------------------------------------------------------------------ clients
 
@@ -338,10 +344,20 @@ class OpenAIChatPipe(ProviderPipe):
 def _passback(model: str | None) -> PassbackPolicy:
     lowered = (model or "").lower()
     # DeepSeek answers 400 when a tool-call turn comes back without its reasoning_content,
-    # in every later request; Kimi's thinking models likewise.
+    # in every later request (api-docs.deepseek.com/guides/thinking_mode#tool-calls). Kimi's
+    # thinking models likewise reject a tool-call turn without it, and keep their reasoning
+    # in context on every turn.
     reasoning: ReasoningPassback = (
-        "tool_calls" if "deepseek" in lowered or "kimi" in lowered else "never"
+        "always" if "kimi" in lowered else "tool_calls" if "deepseek" in lowered else "never"
     )
+    if "gpt-oss" in lowered:
+        # gpt-oss (harmony) keeps its chain of thought until the final answer: the turns of
+        # the current tool loop carry it back on OpenAI-compatible servers (vLLM, Ollama).
+        reasoning = "tool_loop"
+    if is_gemini(lowered):
+        # Gemini's OpenAI-compatible endpoint: thought signatures ride on the tool calls and
+        # go back with every earlier model turn (ai.google.dev/gemini-api/docs/thought-signatures).
+        return PassbackPolicy(states="always", kinds=frozenset({"signature"}))
     return PassbackPolicy(
         states="tool_loop", reasoning=reasoning, kinds=frozenset({"reasoning_details"})
     )

@@ -23,7 +23,7 @@ from ..._effort import (
 
 @dataclass(frozen=True, slots=True)
 class OpenAIFamily:
-    kind: Literal["none", "fixed", "effort", "qwen"]
+    kind: Literal["none", "fixed", "effort", "qwen", "deepseek", "kimi"]
     off: str | None = None
     """The effort value that turns reasoning off, for the models that have one."""
 
@@ -31,8 +31,21 @@ class OpenAIFamily:
 _GPT5 = re.compile(r"gpt-5(?:\.(\d+))?")
 
 
+_KIMI_SWITCH = re.compile(r"kimi-k(?:2\.[5-9]|[3-9])")
+
+
 def openai_family(model: str) -> OpenAIFamily:
     name = model_tail(model)
+    bare = model.lower()
+    # DeepSeek's own API (bare ids, no org prefix): a thinking switch plus reasoning_effort.
+    # deepseek-reasoner is the thinking alias; R1 weights elsewhere always reason.
+    if bare.startswith("deepseek-") and "r1" not in bare and "reasoner" not in bare:
+        return OpenAIFamily("deepseek", off="none")
+    if "kimi" in name:
+        if "thinking" in name:
+            return OpenAIFamily("fixed")
+        # Kimi K2.5 and later think by default and take thinking: {type: disabled}.
+        return OpenAIFamily("kimi") if _KIMI_SWITCH.search(name) else OpenAIFamily("none")
     if name.startswith(("gpt-3.5", "gpt-4", "chatgpt-")) or re.match(r"gpt-5[.\d]*-chat", name):
         return OpenAIFamily("none")
     if "gpt-oss" in name:
@@ -84,6 +97,17 @@ def _plan_openai_chat(model: str, ask: Ask, max_tokens: int | None, where: str) 
         return cannot_reason()
     if family.kind == "fixed":
         return always_reasons(ask, where)
+    if family.kind == "deepseek":
+        return _plan_deepseek(ask, where)
+    if family.kind == "kimi":
+        on = ask.kind != "off"
+        kimi_notes: list[str] = []
+        if ask.kind in ("level", "budget"):
+            kimi_notes.append(
+                f"{where} only switches thinking on or off: {ask.raw!r} was sent as thinking "
+                "enabled"
+            )
+        return Draft({"thinking": {"type": "enabled" if on else "disabled"}}, kimi_notes)
     if family.kind == "qwen":
         # Qwen's chat template has a thinking switch and nothing finer.
         on = ask.kind != "off"
@@ -97,6 +121,22 @@ def _plan_openai_chat(model: str, ask: Ask, max_tokens: int | None, where: str) 
     return effort_draft(family, ask, where, lambda value: {"reasoning_effort": value})
 
 
+def _plan_deepseek(ask: Ask, where: str) -> Draft:
+    """DeepSeek's API: ``thinking: {type: enabled|disabled}`` and ``reasoning_effort``.
+
+    Thinking is on by default at effort "high"; DeepSeek runs "medium" as "high"
+    (api-docs.deepseek.com/guides/thinking_mode).
+    """
+    if ask.kind == "off":
+        return Draft({"thinking": {"type": "disabled"}})
+    if ask.kind == "on":
+        return Draft({"thinking": {"type": "enabled"}})
+    level, notes = level_for(ask, where)
+    if level == "medium":
+        notes.append(f"{where} runs reasoning_effort 'medium' as 'high'")
+    return Draft({"thinking": {"type": "enabled"}, "reasoning_effort": level}, notes)
+
+
 PLANNER = EffortPlanner(
     _plan_openai_chat,
     rows=(
@@ -104,8 +144,11 @@ PLANNER = EffortPlanner(
         EffortRow("gpt-5, gpt-5-mini, gpt-5-nano", "gpt-5-mini"),
         EffortRow("gpt-5.1 and later gpt-5.x", "gpt-5.1"),
         EffortRow("qwen (Qwen3 and later)", "qwen3-32b"),
+        EffortRow("DeepSeek's API (deepseek-chat, deepseek-v4-*)", "deepseek-chat"),
+        EffortRow("Kimi K2.5 and later", "kimi-k2.5"),
         EffortRow(
-            "deepseek-reasoner, DeepSeek-R1, QwQ, Qwen *-thinking, o1-mini, o1-preview, gpt-5 pro",
+            "deepseek-reasoner, DeepSeek-R1, QwQ, Qwen *-thinking, Kimi *-thinking, o1-mini, "
+            "o1-preview, gpt-5 pro",
             "deepseek-reasoner",
         ),
         EffortRow("gpt-3.5, gpt-4*, chatgpt-*, gpt-5 chat, qwen2*, Qwen *-instruct-2507", "gpt-4o"),

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..._conversation import PassbackPolicy
 from ..._history import HistoryTurn
 from ..._messages import strip_inert_keys
 from ..._preflight import PassbackProblem, PreflightTurn
@@ -26,27 +27,51 @@ __all__ = [
 ]
 
 
-def message(
-    turn: HistoryTurn, pipe: object, *, send_reasoning: bool, reasoning_field: str
-) -> dict[str, Any]:
+def message(turn: HistoryTurn, pipe: object, *, reasoning_field: str) -> dict[str, Any]:
     """One history turn as a Chat Completions message for ``pipe``.
 
-    An assistant turn carries its readable reasoning in ``reasoning_field`` when
-    ``send_reasoning`` says so, and the ``reasoning_details`` states ``pipe`` may receive.
+    Whether an assistant turn carries readable reasoning (in ``reasoning_field``) is the
+    pipe's passback policy, the one decision point: ``"always"``; ``"tool_loop"`` (the
+    conversation hands reasoning over for the current tool loop only); ``"tool_calls"`` for
+    turns that called tools. ``""`` goes back too: a turn of this model that reasoned nothing,
+    or a tool-call turn another model wrote once ``repair=True`` filled it (DeepSeek and Kimi
+    answer 400 to a tool-call turn without the field; preflight names such a turn). A value
+    the caller wrote into the message is kept over ``""``. ``reasoning_details`` states go
+    back to the pipe that made them.
     """
     plain = strip_inert_keys(turn.message)
     if plain.get("role") != "assistant":
         return plain
-    if turn.reasoning is not None and send_reasoning:
+    policy = PassbackPolicy.for_pipe(pipe).reasoning
+    calls = bool(plain.get("tool_calls"))
+    if (policy in ("always", "tool_loop") or (policy == "tool_calls" and calls)) and (
+        turn.reasoning is not None and (turn.reasoning or reasoning_field not in plain)
+    ):
         plain[reasoning_field] = turn.reasoning
-    details = [
-        json.loads(state.payload)
-        for state in turn.states
-        if state.kind == "reasoning_details" and state.may_go_to(pipe, check_endpoint=False)
-    ]
+    states = [state for state in turn.states if state.may_go_to(pipe, check_endpoint=False)]
+    details = [json.loads(state.payload) for state in states if state.kind == "reasoning_details"]
     if details:
         plain["reasoning_details"] = details
+    signed = {
+        state.extra.get("call_id"): state.payload
+        for state in states
+        if state.kind == "signature" and state.extra.get("passback") == "extra_content"
+    }
+    if signed and isinstance(plain.get("tool_calls"), list):
+        # Gemini's OpenAI-compatible endpoint wants each signature back on its own call.
+        plain["tool_calls"] = [_signed_call(call, signed) for call in plain["tool_calls"]]
     return plain
+
+
+def _signed_call(call: Any, signed: Mapping[Any, str | bytes]) -> Any:
+    if not isinstance(call, Mapping) or call.get("id") not in signed:
+        return call
+    signature = signed[call["id"]]
+    if isinstance(signature, bytes):
+        signature = signature.decode("ascii")
+    extra = dict(call.get("extra_content") or {})
+    extra["google"] = {**dict(extra.get("google") or {}), "thought_signature": signature}
+    return {**call, "extra_content": extra}
 
 
 def sdk_arguments(body: Mapping[str, Any], timeout: float | None) -> dict[str, Any]:

@@ -26,8 +26,8 @@ from ..._events import (
     UsageReport,
 )
 from ..._exceptions import ProviderError
-from ..._tags import Scanner
 from .._errors import build_error
+from .._inline import TagReader, inline_scanner
 
 __all__ = [
     "REASONING_FIELDS",
@@ -121,6 +121,8 @@ class _PartialCall:
     id: str | None = None
     name: str | None = None
     arguments: list[str] = field(default_factory=list)
+    signature: str | None = None
+    """Gemini's ``extra_content.google.thought_signature`` for this call (OpenAI compat)."""
 
 
 class OpenAIChatTranslator:
@@ -188,10 +190,11 @@ class OpenAIChatTranslator:
         self.response_id: str | None = None
         """The stream's ``id`` (every chunk repeats it), once seen."""
         self._fields = tuple(reasoning_fields)
-        self._scanner: Scanner | None = (
-            None
-            if inline_tags is False
-            else Scanner(start_in_reasoning=start_in_reasoning, tags=tags)
+        self._scanner: TagReader | None = inline_scanner(
+            inline_tags,
+            start_in_reasoning=start_in_reasoning,
+            known_inline=starts_in_reasoning(model),
+            tags=tags,
         )
         self._scanning_is_auto = inline_tags == "auto"
         self._scanned = False
@@ -363,16 +366,33 @@ class OpenAIChatTranslator:
             call.name = name
         if isinstance(arguments, str) and arguments:
             call.arguments.append(arguments)
+        # Gemini's OpenAI-compatible endpoint signs a function call on the call itself.
+        signature = field_of(
+            field_of(field_of(part, "extra_content"), "google"), "thought_signature"
+        )
+        if isinstance(signature, str) and signature:
+            call.signature = signature
 
     def _emit_calls(self, events: list[Event]) -> None:
         for position, call in enumerate(self._calls):
+            call_id = call.id or f"call_{position}"
             events.append(
-                ToolCall(
-                    id=call.id or f"call_{position}",
-                    name=call.name or "",
-                    arguments="".join(call.arguments),
-                )
+                ToolCall(id=call_id, name=call.name or "", arguments="".join(call.arguments))
             )
+            if call.signature is not None:
+                events.append(
+                    OpaqueState(
+                        ReasoningState(
+                            provider=self.provider,
+                            model=self.model,
+                            kind="signature",
+                            payload=call.signature,
+                            block=call_id,
+                            endpoint=self.endpoint,
+                            extra={"call_id": call_id, "passback": "extra_content"},
+                        )
+                    )
+                )
         self._calls = []
         self._call_slots = {}
 

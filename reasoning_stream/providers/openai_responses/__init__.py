@@ -150,58 +150,48 @@ class OpenAIResponsesPipe(ProviderPipe):
         return [{"role": role, "content": request.input_content(message.get("content"))}]
 
     def _assistant_items(self, turn: HistoryTurn) -> list[dict[str, Any]]:
+        """An assistant turn as input items, in the order the response produced them.
+
+        Each reasoning state records the output items that followed it (``followed_by``), so
+        ``reasoning, function_call, reasoning, function_call`` goes back in that order, every
+        item with its own id: the API pairs a replayed reasoning item with the item after it.
+        """
         message = turn.message
+        text = request.content_text(message.get("content"))
+        calls = {
+            str(call.get("id")): call
+            for call in message.get("tool_calls") or ()
+            if isinstance(call, Mapping)
+        }
         items: list[dict[str, Any]] = []
-        message_ids: list[dict[str, Any]] = []
-        call_ids: dict[str, str] = {}
+        text_placed = not text
+        placed_calls: set[str] = set()
         for state in turn.states:
-            if not state.may_go_to(self, check_endpoint=False):
-                continue
-            if state.kind not in _STATE_KINDS:
+            if not state.may_go_to(self, check_endpoint=False) or state.kind not in _STATE_KINDS:
                 continue
             item = request.reasoning_input_item(state)
-            if item is None:
-                continue
-            if self.store is False and "encrypted_content" not in item:
+            if item is None or (self.store is False and "encrypted_content" not in item):
                 # A stored-by-id item cannot be resolved by a stateless request.
                 continue
             items.append(item)
-            # Items that followed a replayed reasoning item go back with their ids: the API
-            # rejects a reasoning item sent without its following item.
             for follower in state.extra.get("followed_by", ()):
                 if not isinstance(follower, Mapping) or not follower.get("id"):
                     continue
-                if follower.get("type") == "message":
-                    message_ids.append(dict(follower))
-                elif follower.get("type") == "function_call" and follower.get("call_id"):
-                    call_ids[str(follower["call_id"])] = str(follower["id"])
-        text = request.content_text(message.get("content"))
-        if text:
-            if message_ids:
-                output: dict[str, Any] = {
-                    "type": "message",
-                    "id": message_ids[0]["id"],
-                    "role": "assistant",
-                    "status": "completed",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}],
-                }
-                if message_ids[0].get("phase"):
-                    output["phase"] = message_ids[0]["phase"]
-                items.append(output)
-            else:
-                items.append({"role": "assistant", "content": text})
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") or {}
-            call_id = call.get("id")
-            item = {
-                "type": "function_call",
-                "call_id": call_id,
-                "name": function.get("name"),
-                "arguments": request.arguments_text(function.get("arguments")),
-            }
-            if isinstance(call_id, str) and call_id in call_ids:
-                item["id"] = call_ids[call_id]
-            items.append(item)
+                kind = follower.get("type")
+                call_id = str(follower.get("call_id") or "")
+                if kind == "message" and not text_placed:
+                    items.append(_output_message(text, follower))
+                    text_placed = True
+                elif kind == "function_call" and call_id in calls and call_id not in placed_calls:
+                    items.append(_function_call(calls[call_id], str(follower["id"])))
+                    placed_calls.add(call_id)
+        if not text_placed:
+            items.append({"role": "assistant", "content": text})
+        items.extend(
+            _function_call(call, None)
+            for call_id, call in calls.items()
+            if call_id not in placed_calls
+        )
         return items
 
     # ------------------------------------------------------------------------- clients
@@ -260,6 +250,32 @@ class OpenAIResponsesPipe(ProviderPipe):
         body.pop("stream", None)
         create = client.responses.create
         return await create(**request.sdk_arguments(create, body))
+
+
+def _output_message(text: str, follower: Mapping[str, Any]) -> dict[str, Any]:
+    output: dict[str, Any] = {
+        "type": "message",
+        "id": follower["id"],
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    if follower.get("phase"):
+        output["phase"] = follower["phase"]
+    return output
+
+
+def _function_call(call: Mapping[str, Any], item_id: str | None) -> dict[str, Any]:
+    function = call.get("function") or {}
+    item = {
+        "type": "function_call",
+        "call_id": call.get("id"),
+        "name": function.get("name"),
+        "arguments": request.arguments_text(function.get("arguments")),
+    }
+    if item_id is not None:
+        item["id"] = item_id
+    return item
 
 
 def _passback(model: str | None) -> PassbackPolicy:

@@ -109,9 +109,9 @@ class OpenRouterPipe(OpenAIChatPipe):
         """Always: OpenRouter (or a proxy in front of it) refuses a request without a key."""
         return True
 
-    def _auto_send_reasoning(self, message: Mapping[str, Any]) -> bool:
-        # reasoning_details states are OpenRouter's way back; the readable text is redundant.
-        return False
+    def _detect_tags(self, model: str) -> tuple[str, ...] | None:
+        # OpenRouter moves every model's reasoning into its own fields.
+        return None
 
     def request_options(self) -> dict[str, Any]:
         """OpenRouter's ``reasoning`` object, when configured."""
