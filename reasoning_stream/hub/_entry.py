@@ -37,6 +37,10 @@ class Entry:
     final: bool = False
     """The run's last entry; ``status`` then holds how the run ended."""
     status: Status | None = None
+    error: str | None = None
+    """On a final entry the hub wrote for a run that could not (its writer was lost: the
+    process crashed or hung, see ``RedisHub(lease=)``): why the stream ended, with status
+    ``"error"``. ``None`` on every entry a run wrote itself."""
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:

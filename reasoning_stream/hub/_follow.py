@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +69,12 @@ class Follower:
         control: Any,
         decode: Callable[[str, dict[str, str]], Entry],
         describe: str,
+        *,
+        sweep: Callable[[Any, list[str]], None] | None = None,
+        sweep_every: float = 1.0,
     ) -> None:
+        self._sweep = sweep
+        self._sweep_every = sweep_every
         self._connect = connect
         self._control = control
         self._decode = decode
@@ -126,6 +132,7 @@ class Follower:
 
     def _loop(self) -> None:
         client = None
+        next_sweep = time.monotonic() + self._sweep_every
         try:
             while True:
                 with self._lock:
@@ -140,6 +147,11 @@ class Follower:
                     with self._lock:
                         self._client_id = client.client_id()
                 response = client.xread(streams, count=_COUNT, block=BLOCK_MS)
+                if self._sweep is not None and time.monotonic() >= next_sweep:
+                    # Streams whose writer was lost get their final entry now; this read
+                    # loop then delivers it like any other.
+                    self._sweep(client, list(asked))
+                    next_sweep = time.monotonic() + self._sweep_every
                 for key, items in response or ():
                     entries = [self._decode(entry_id, fields) for entry_id, fields in items]
                     last = seq(entries[-1].id)

@@ -7,8 +7,18 @@ Layout, under ``prefix`` (default ``"reasoning-stream:"``):
   point can be checked against what retention kept. Fields: ``c`` the chunk (left out when
   empty); the event as ``r`` (reasoning delta text) or ``t`` (text delta text) with ``o`` its
   source, or ``e`` any other event as JSON; ``s`` the status (on the final entry only).
-- ``<prefix><stream_id>:run``: the claim, ``SET NX`` when a run starts, so a stream id is used
-  once. Both keys get ``EXPIRE ttl`` with the final entry.
+- ``<prefix><stream_id>:run``: the claim, a hash created when a run starts (only if absent), so
+  a stream id is used once: ``owner`` (a random token, present while the run is running),
+  ``writer`` (host and pid, for messages), ``lease`` (seconds) and ``close`` (the marker that
+  would balance the channel if the run stopped now). Both keys get ``EXPIRE ttl`` with the
+  final entry; while running they are kept ``lease + ttl`` seconds ahead.
+- ``<prefix><stream_id>:lease``: the running writer's lease, ``SET ... PX lease`` and renewed by
+  the writer thread (a heartbeat every third of the lease, and with every write). A writer
+  whose process crashed or hung stops renewing it; the first reader (or ``run`` of the same id)
+  that finds the claim still owned but the lease gone ends the stream for it, in one script:
+  it appends the closing marker if reasoning was open and a final entry with status
+  ``"error"`` and ``x`` the reason (``Entry.error``). A writer that comes back after that is
+  fenced off by its token and gets :class:`PublishError`.
 
 Writes go through one writer thread per hub that batches every pending entry of every running
 stream into one pipelined round trip (a small script per stream running ``XADD ... MAXLEN ~
@@ -21,7 +31,10 @@ trio (redis-py's asyncio client does not run on trio).
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
+import socket
 import threading
 import time
 from collections import deque
@@ -34,6 +47,7 @@ import anyio.to_thread
 from .._events import Event, OpaqueState, ReasoningDelta, TextDelta
 from .._exceptions import UsageError
 from .._pipe import Status
+from .._stream import ReasoningStream
 from ._base import (
     Hub,
     HubError,
@@ -53,6 +67,8 @@ _ID = re.compile(r"0-([1-9][0-9]{0,17})")
 _BATCH = 2000
 """Most entries one pipelined round trip carries."""
 _FINISH_TIMEOUT = 10.0
+_OPEN, _CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
+_LOST = "reasoning-stream: lease lost"
 
 
 def _import_redis() -> Any:
@@ -75,20 +91,26 @@ class _RedisSink:
     __slots__ = (
         "_done",
         "_put",
+        "closing",
         "entries",
         "failure",
         "key",
-        "run_key",
+        "keys",
+        "owner",
         "saw_text",
         "seq",
         "stream_id",
         "written",
     )
 
-    def __init__(self, hub: RedisHub, stream_id: str, failure: str | None) -> None:
+    def __init__(self, hub: RedisHub, stream_id: str, failure: str | None, owner: str = "") -> None:
         self.stream_id = stream_id
         self.key = hub.prefix + stream_id
-        self.run_key = self.key + ":run"
+        self.keys = [self.key, self.key + ":run", self.key + ":lease"]
+        self.owner = owner
+        """The claim's token: every write checks it is still ours (fencing)."""
+        self.closing = ""
+        """The marker that would balance the channel if the run stopped now (writer thread)."""
         self.seq = 0
         self.saw_text = False
         self.failure = failure
@@ -98,7 +120,7 @@ class _RedisSink:
         self.entries = 0
         """Entries numbered so far (writer thread only): ids are ``0-1``, ``0-2``, ..."""
         self._done = threading.Event()
-        self._put = hub._writer_put()
+        self._put = hub._writer_put(self if failure is None else None)
 
     def put_chunk(self, chunk: str) -> None:
         self.seq += 1
@@ -137,6 +159,14 @@ class _RedisSink:
             self.failure = reason
         self._done.set()
 
+    def lost(self, lease: float) -> None:
+        """Called by the writer: a reader ended the stream because our lease had lapsed."""
+        self.fail(
+            f"the lease on stream {self.stream_id!r} lapsed (no heartbeat reached Redis for "
+            f"{lease:g} s: the process hung or lost Redis) and a reader ended the stream as "
+            "abandoned"
+        )
+
     def confirm(self, count: int, final: bool) -> None:
         """Called by the writer: Redis took ``count`` more of our chunks and events."""
         self.written += count
@@ -163,6 +193,10 @@ class _RedisSink:
                 pending = None
             fields = _fields(chunk, event, status)
             final = final or status is not None
+            if chunk == _OPEN:
+                self.closing = _CLOSE
+            elif chunk == _CLOSE:
+                self.closing = ""
             if chunk and event is None and status is None:
                 pending = fields
             else:
@@ -207,6 +241,10 @@ class _Writer:
     def __init__(self, hub: RedisHub, delay: float) -> None:
         self._hub = hub
         self._delay = delay
+        self._heartbeat = hub.lease / 3
+        self._running: set[_RedisSink] = set()
+        """Sinks whose lease this thread renews (added by ``run``, removed at their end)."""
+        self._running_lock = threading.Lock()
         self._queue: deque[_Pending] = deque()
         self._signal = threading.Event()
         self._signalled = False
@@ -215,6 +253,16 @@ class _Writer:
             target=self._loop, name="reasoning-stream-redis-writer", daemon=True
         )
         self._thread.start()
+
+    def hold(self, sink: _RedisSink) -> None:
+        """Renew ``sink``'s lease from now until its final entry (or a failure)."""
+        with self._running_lock:
+            self._running.add(sink)
+        self._signal.set()
+
+    def release(self, sink: _RedisSink) -> None:
+        with self._running_lock:
+            self._running.discard(sink)
 
     def put(self, item: _Pending) -> None:
         self._queue.append(item)
@@ -229,22 +277,31 @@ class _Writer:
 
     def _loop(self) -> None:
         queue = self._queue
+        next_beat = time.monotonic() + self._heartbeat
         while True:
-            self._signal.wait()
+            wait = max(0.0, next_beat - time.monotonic()) if self._running else None
+            self._signal.wait(wait)
             self._signal.clear()
             self._signalled = False
-            if self._delay and not self._closed:
+            if self._delay and not self._closed and queue:
                 time.sleep(self._delay)
-            while queue:
+            beat = bool(self._running) and time.monotonic() >= next_beat
+            if beat:
+                next_beat = time.monotonic() + self._heartbeat
+            while queue or beat:
                 batch = [queue.popleft() for _ in range(min(len(queue), _BATCH))]
-                self._write(batch)
+                self._write(batch, beat)
+                beat = False
             if self._closed:
                 return
 
-    def _write(self, batch: list[_Pending]) -> None:
+    def _write(self, batch: list[_Pending], beat: bool) -> None:
         hub = self._hub
         redis = _import_redis()
         per_sink: dict[_RedisSink, list[_Pending]] = {}
+        if beat:  # every running stream renews its lease, with entries or without
+            with self._running_lock:
+                per_sink = {sink: [] for sink in self._running if sink.failure is None}
         for item in batch:
             if item[0].failure is None:
                 per_sink.setdefault(item[0], []).append(item)
@@ -252,42 +309,103 @@ class _Writer:
             return
         maxlen = str(hub.maxlen)
         ttl = "" if hub.ttl is None else str(max(1, round(hub.ttl)))
+        hold = "" if hub.ttl is None else str(math.ceil(hub.lease + hub.ttl))
+        lease_ms = str(max(1, round(hub.lease * 1000)))
         pipeline = hub._client.pipeline(transaction=False)
         for sink, items in per_sink.items():
             args, final = sink.encode(items)
-            hub._append_script(
-                keys=[sink.key, sink.run_key],
-                args=[maxlen, ttl if final else "", *args],
-                client=pipeline,
-            )
+            head = [maxlen, ttl, "1" if final else "", sink.owner, lease_ms, hold, sink.closing]
+            hub._append_script(keys=sink.keys, args=[*head, *args], client=pipeline)
         try:
-            pipeline.execute()
+            results = pipeline.execute(raise_on_error=False)
         except redis.RedisError as error:
-            reason = (
-                f"Redis at {hub.url_for_messages} failed mid-run ({type(error).__name__}: {error})"
-            )
-            for sink in per_sink:
-                sink.fail(reason)
-            return
-        for sink, items in per_sink.items():
-            sink.confirm(len(items), items[-1][4] is not None)
+            results = [error] * len(per_sink)
+        for (sink, items), result in zip(per_sink.items(), results, strict=True):
+            if isinstance(result, Exception):
+                if _LOST in str(result):
+                    sink.lost(hub.lease)
+                else:
+                    sink.fail(
+                        f"Redis at {hub.url_for_messages} failed mid-run "
+                        f"({type(result).__name__}: {result})"
+                    )
+                self.release(sink)
+                continue
+            final = bool(items) and items[-1][4] is not None
+            sink.confirm(len(items), final)
+            if final:
+                self.release(sink)
 
 
 _APPEND = """
--- KEYS: the stream, its claim. ARGV: maxlen, ttl ('' = none), then per entry: id, n, n fields.
-local i = 3
+-- KEYS: the stream, its claim, its lease. ARGV: maxlen, ttl ('' = none), final ('1' or ''),
+-- owner, lease ms, hold ('' = none: lease + ttl, seconds), closing marker,
+-- then per entry: id, n, n fields.
+if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[4] then
+  return redis.error_reply('ERR reasoning-stream: lease lost')
+end
+local i = 8
 while i <= #ARGV do
   local n = tonumber(ARGV[i + 1])
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], ARGV[i], unpack(ARGV, i + 2, i + 1 + n))
   i = i + 2 + n
 end
+if ARGV[3] == '1' then
+  redis.call('HDEL', KEYS[2], 'owner')
+  redis.call('DEL', KEYS[3])
+  if ARGV[2] ~= '' then
+    redis.call('EXPIRE', KEYS[1], ARGV[2])
+    redis.call('EXPIRE', KEYS[2], ARGV[2])
+  end
+else
+  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
+  redis.call('HSET', KEYS[2], 'close', ARGV[7])
+  if ARGV[6] ~= '' then
+    redis.call('EXPIRE', KEYS[1], ARGV[6])
+    redis.call('EXPIRE', KEYS[2], ARGV[6])
+  end
+end
+return 1
+"""
+"""Appends one stream's batch of entries and renews its lease, in one call (one round trip
+carries every stream); refuses when the claim is no longer ours (a reader ended the stream)."""
+
+_CLAIM = """
+-- KEYS: the stream, its claim, its lease. ARGV: owner, writer, lease ms, lease s, hold.
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('DEL', KEYS[1])  -- a leftover log without its claim: start clean
+redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'writer', ARGV[2], 'lease', ARGV[4], 'close', '')
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[3])
+if ARGV[5] ~= '' then redis.call('EXPIRE', KEYS[2], ARGV[5]) end
+return 1
+"""
+"""Claims a stream id for one run and takes its first lease."""
+
+_ABANDON = """
+-- KEYS: the stream, its claim, its lease. ARGV: maxlen, ttl ('' = none).
+if not redis.call('HGET', KEYS[2], 'owner') then return 0 end  -- unknown, or ended
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end       -- its writer is alive
+local info = redis.call('HMGET', KEYS[2], 'writer', 'lease', 'close')
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local n = 0
+if #last > 0 then n = tonumber(string.match(last[1][1], '%-(%d+)$')) end
+local fields = {}
+if info[3] and info[3] ~= '' then fields = {'c', info[3]} end
+table.insert(fields, 's')
+table.insert(fields, 'error')
+table.insert(fields, 'x')
+table.insert(fields, 'the writer of this stream (' .. tostring(info[1]) .. ') stopped ' ..
+  'renewing its ' .. tostring(info[2]) .. ' s lease before the final entry (its process ' ..
+  'crashed, hung or lost Redis): the hub ended the stream for it')
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '0-' .. (n + 1), unpack(fields))
+redis.call('HDEL', KEYS[2], 'owner')
 if ARGV[2] ~= '' then
   redis.call('EXPIRE', KEYS[1], ARGV[2])
   redis.call('EXPIRE', KEYS[2], ARGV[2])
 end
 return 1
 """
-"""Appends one stream's batch of entries in one call (one round trip carries every stream)."""
+"""Ends a stream whose writer was lost (claim still owned, lease gone), exactly once."""
 
 
 class RedisHub(Hub):
@@ -302,6 +420,17 @@ class RedisHub(Hub):
     If Redis is down when a run starts or fails during it, the run itself goes on to its end;
     :class:`PublishError` then names Redis and says how many entries were not published, with
     the run's result as ``.result``.
+
+    ``lease`` (seconds) bounds how long a run's writer may go silent: the writer thread renews
+    the run's lease in Redis every ``lease / 3`` seconds. When a process dies mid-run (a
+    crash, ``SIGKILL``, a lost machine) or hangs longer than ``lease``, its readers, in any
+    process, end the stream for it: after the closing marker if reasoning was open, a final
+    entry with ``status == "error"`` and ``Entry.error`` naming the lost writer (host and pid).
+    So no reader waits forever on a dead run, and the web app ends its responses the same way
+    (``event: end``, ``RUN_ERROR``, ``error``). The stream id stays taken for ``ttl`` seconds
+    after that, as for any finished run. A writer that was only slow and comes back is turned
+    away by Redis (its token no longer owns the claim): its run finishes and raises
+    :class:`PublishError` with the result.
     """
 
     def __init__(
@@ -313,9 +442,13 @@ class RedisHub(Hub):
         prefix: str = "reasoning-stream:",
         connect_timeout: float = 2.0,
         write_delay: float = 0.001,
+        lease: float = 10.0,
     ) -> None:
         if maxlen < 1:
             raise UsageError(f"maxlen must be at least 1, got {maxlen}")
+        if not lease > 0:
+            raise UsageError(f"lease must be a positive number of seconds, got {lease}")
+        self.lease = lease
         redis = _import_redis()
         self.url = url
         self.maxlen = maxlen
@@ -326,6 +459,8 @@ class RedisHub(Hub):
         self._client: Any = redis.Redis.from_url(url, **self._options(blocking=False))
         self._reader_client: Any = redis.Redis.from_url(url, **self._options(blocking=True))
         self._append_script = self._client.register_script(_APPEND)
+        self._claim_script = self._client.register_script(_CLAIM)
+        self._abandon_script = self._client.register_script(_ABANDON)
         self._writer: _Writer | None = None
         self._reader: Follower | None = None
         self._writer_lock = threading.Lock()
@@ -367,20 +502,53 @@ class RedisHub(Hub):
 
     # ------------------------------------------------------------------------- writing
 
-    def _writer_put(self) -> Callable[[_Pending], None]:
+    def _writer_put(self, running: _RedisSink | None) -> Callable[[_Pending], None]:
         with self._writer_lock:
             if self._writer is None:
                 self._writer = _Writer(self, self._write_delay)
+            if running is not None:
+                self._writer.hold(running)
             return self._writer.put
+
+    def _keys(self, stream_id: str) -> list[str]:
+        key = self.prefix + stream_id
+        return [key, key + ":run", key + ":lease"]
+
+    def _end_abandoned(self, keys: list[str], client: Any = None) -> bool:
+        """End the stream at ``keys`` if its writer's lease lapsed; True when this call did."""
+        ttl = "" if self.ttl is None else str(max(1, round(self.ttl)))
+        return bool(
+            self._abandon_script(
+                keys=keys, args=[str(self.maxlen), ttl], client=client or self._client
+            )
+        )
+
+    def _sweep(self, client: Any, keys: list[str]) -> None:
+        """The reader thread, now and then: end every followed stream whose writer was lost."""
+        ttl = "" if self.ttl is None else str(max(1, round(self.ttl)))
+        pipeline = client.pipeline(transaction=False)
+        for key in keys:
+            self._abandon_script(
+                keys=[key, key + ":run", key + ":lease"],
+                args=[str(self.maxlen), ttl],
+                client=pipeline,
+            )
+        pipeline.execute()
 
     def _open(self, stream_id: str) -> _RedisSink:
         redis = _import_redis()
-        key = self.prefix + stream_id
+        keys = self._keys(stream_id)
+        owner = os.urandom(12).hex()
+        hold = "" if self.ttl is None else str(math.ceil(self.lease + self.ttl))
+        writer = f"{socket.gethostname()} pid {os.getpid()}"
+        abandoned = False
         try:
-            claimed = self._client.set(key + ":run", "running", nx=True)
-            if claimed and self._client.exists(key):
-                # A leftover log without its claim (claim expired first): start clean.
-                self._client.delete(key)
+            claimed = self._claim_script(
+                keys=keys,
+                args=[owner, writer, max(1, round(self.lease * 1000)), f"{self.lease:g}", hold],
+            )
+            if not claimed:
+                abandoned = self._end_abandoned(keys)
         except redis.RedisError as error:
             return _RedisSink(
                 self,
@@ -389,11 +557,16 @@ class RedisHub(Hub):
                 f"({type(error).__name__}: {error})",
             )
         if not claimed:
-            raise UsageError(
-                f"stream {stream_id!r} already exists in Redis at {self.url_for_messages}; "
-                "use a new stream_id for every run"
+            lost = (
+                " (its writer was lost, so the hub ended it with status 'error')"
+                if abandoned
+                else ""
             )
-        return _RedisSink(self, stream_id, None)
+            raise UsageError(
+                f"stream {stream_id!r} already exists in Redis at {self.url_for_messages}"
+                f"{lost}; use a new stream_id for every run"
+            )
+        return _RedisSink(self, stream_id, None, owner)
 
     async def _aopen(self, stream_id: str) -> _RedisSink:
         return await anyio.to_thread.run_sync(self._open, stream_id)
@@ -434,6 +607,7 @@ class RedisHub(Hub):
         """The entries of ``stream_id`` there now, past ``after``; ``[]`` for an unknown stream.
 
         Raises :class:`StreamExpiredError` when ``after`` was trimmed or its stream expired.
+        A stream whose writer was lost (see ``lease``) is ended first, so it reads finished.
         """
         key = self.prefix + stream_id
         client = self._reader_client
@@ -442,7 +616,12 @@ class RedisHub(Hub):
             self._check_after(
                 stream_id, after, client.xrange(key, count=1), client.xrevrange(key, count=1)
             )
-        return [_entry(i, f) for i, f in client.xrange(key, min=_past(after))]
+        entries = [_entry(i, f) for i, f in client.xrange(key, min=_past(after))]
+        if (not entries or not entries[-1].final) and self._end_abandoned(
+            self._keys(stream_id), client
+        ):
+            entries = [_entry(i, f) for i, f in client.xrange(key, min=_past(after))]
+        return entries
 
     async def subscribe(
         self, stream_id: str, after: str | None = None, timeout: float | None = None
@@ -530,6 +709,8 @@ class RedisHub(Hub):
                     self._client,
                     _entry,
                     self.url_for_messages,
+                    sweep=self._sweep,
+                    sweep_every=min(self.lease / 2, 1.0),
                 )
             return self._reader
 
@@ -551,4 +732,5 @@ def _entry(entry_id: str, fields: dict[str, str]) -> Entry:
         event = TextDelta(fields["t"], source=fields.get("o"))
     elif "e" in fields:
         event = event_from_dict(json.loads(fields["e"]))
-    return Entry(entry_id, fields.get("c", ""), event, status is not None, status)  # type: ignore[arg-type]
+    final = status is not None
+    return Entry(entry_id, fields.get("c", ""), event, final, status, fields.get("x"))  # type: ignore[arg-type]

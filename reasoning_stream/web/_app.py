@@ -47,6 +47,7 @@ def create_app(
     start: Starter | None = None,
     routes: list[Any] | None = None,
     retry: float | None = 1.0,
+    keep_alive: float | None = 15.0,
 ) -> Starlette:
     """An ASGI app that serves ``GET /streams/{stream_id}`` from ``hub`` as SSE.
 
@@ -61,6 +62,12 @@ def create_app(
     ``POST /streams/{stream_id}`` with ``{"prompt": "..."}`` and runs it through the hub in
     the background (202; 409 when the stream exists). ``routes`` are added as they are.
     ``retry`` (seconds) is sent as the SSE ``retry:`` field: how soon a browser reconnects.
+
+    ``keep_alive`` (seconds; ``None``: never) is how long a response may stay silent: while a
+    stream is idle (a model thinking before its first token, a tool running) the app sends an
+    SSE comment, ``: keep-alive``, so proxies and load balancers do not close an idle
+    connection. A comment has no ``id:`` and is no event: readers skip it and resume points
+    are unchanged.
     """
     _import_starlette()
     from starlette.applications import Starlette
@@ -101,9 +108,12 @@ def create_app(
         if protocol == "vercel-ui":
             headers["x-vercel-ai-ui-message-stream"] = "v1"
         prelude = b"" if retry is None else f"retry: {round(retry * 1000)}\n\n".encode()
-        return StreamingResponse(
+        response = StreamingResponse(
             _body(prelude, first, events), media_type="text/event-stream", headers=headers
         )
+        if keep_alive is not None:
+            response.stream_response = _KeepAlive(response, keep_alive)  # type: ignore[method-assign]
+        return response
 
     async def post(request: Request) -> Response:
         assert start is not None
@@ -138,6 +148,68 @@ def create_app(
         route_list.append(Route("/streams/{stream_id}", post, methods=["POST"]))
     route_list += routes or []
     return Starlette(routes=route_list, lifespan=lifespan)
+
+
+KEEP_ALIVE = b": keep-alive\n\n"
+"""The SSE comment an idle response sends: no ``id:``, no event, skipped by every reader."""
+
+
+class _KeepAlive:
+    """A streaming response's sender that writes :data:`KEEP_ALIVE` when it has been silent.
+
+    The body is sent by this task; a ticker in a child task writes the comment whenever
+    ``interval`` seconds passed without a write. A lock keeps the two from interleaving
+    (an entry's events go out in one write, so a comment never splits them).
+    """
+
+    def __init__(self, response: Any, interval: float) -> None:
+        self._response = response
+        self._interval = interval
+
+    async def __call__(self, send: Any) -> None:
+        response = self._response
+        lock = anyio.Lock()
+        last = anyio.current_time()
+
+        async def write(message: dict[str, Any]) -> None:
+            nonlocal last
+            async with lock:
+                await send(message)
+                last = anyio.current_time()
+
+        failure: Exception | None = None
+
+        async def tick() -> None:
+            nonlocal failure
+            try:
+                while True:
+                    await anyio.sleep(max(0.0, last + self._interval - anyio.current_time()))
+                    if anyio.current_time() - last >= self._interval:
+                        await write(
+                            {"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True}
+                        )
+            except Exception as error:  # a gone client: end the response as the body would
+                failure = error
+                group.cancel_scope.cancel()
+
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": response.raw_headers,
+            }
+        )
+        async with anyio.create_task_group() as group:
+            group.start_soon(tick)
+            try:
+                async for chunk in response.body_iterator:
+                    await write({"type": "http.response.body", "body": chunk, "more_body": True})
+            except Exception as error:  # re-raised below, unwrapped (Starlette expects OSError)
+                failure = failure or error
+            group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _events(

@@ -69,13 +69,19 @@ def _json(data: dict[str, Any]) -> str:
 
 
 class ChannelTranslator:
-    """``protocol=channel``: one event per entry, the entry as JSON; the final one is ``end``."""
+    """``protocol=channel``: one event per entry, the entry as JSON; the final one is ``end``.
+
+    ``end`` carries ``status``, and ``error`` when the hub ended a run whose writer was lost.
+    """
 
     replays = False
 
     def feed(self, entry: Entry) -> list[SSEEvent]:
         if entry.final:
-            return [SSEEvent(entry.id, _json({"chunk": "", "status": entry.status}), "end")]
+            end: dict[str, Any] = {"chunk": entry.chunk, "status": entry.status}
+            if entry.error is not None:  # the hub ended a run whose writer was lost
+                end["error"] = entry.error
+            return [SSEEvent(entry.id, _json(end), "end")]
         data: dict[str, Any] = {"chunk": entry.chunk}
         if entry.event is not None:
             data.update(event_to_dict(entry.event))
@@ -96,7 +102,8 @@ class AGUITranslator:
       ``"length"``);
     - ``cancelled_before_answer`` and ``cancelled_after_partial_answer``: ``RUN_FINISHED`` with
       ``outcome: {"type": "cancelled"}`` and the status in ``result.status``;
-    - ``error``: ``RUN_ERROR`` with ``code: "error"``.
+    - ``error``: ``RUN_ERROR`` with ``code: "error"``; for a run whose writer was lost (the
+      hub ended it, ``Entry.error``), ``code: "writer_lost"`` and that reason as ``message``.
 
     ``result`` also holds ``finishReason`` when the provider gave one; token usage, when
     reported, is in ``usage``. No content event ever has an empty ``delta``.
@@ -173,7 +180,7 @@ class AGUITranslator:
         if entry.final:
             self._close_reasoning(out)
             self._close_text(out)
-            out.append(self._ending(entry.status or "completed"))
+            out.append(self._ending(entry.status or "completed", entry.error))
         return [SSEEvent(entry.id, _json(item)) for item in out]
 
     def _open_reasoning(self, out: list[dict[str, Any]], entry_id: str) -> None:
@@ -194,7 +201,7 @@ class AGUITranslator:
             out.append({"type": "TEXT_MESSAGE_END", "messageId": self._text})
             self._text = None
 
-    def _ending(self, status: str) -> dict[str, Any]:
+    def _ending(self, status: str, error: str | None) -> dict[str, Any]:
         usage: list[dict[str, int]] = []
         if self._usage is not None:
             counts = {
@@ -206,8 +213,8 @@ class AGUITranslator:
         if status == "error":
             ending: dict[str, Any] = {
                 "type": "RUN_ERROR",
-                "message": f"run {self._stream_id!r} ended with an error",
-                "code": "error",
+                "message": error or f"run {self._stream_id!r} ended with an error",
+                "code": "error" if error is None else "writer_lost",
             }
         else:
             result: dict[str, Any] = {"status": status}
@@ -235,7 +242,8 @@ class VercelUITranslator:
     ``start``; per reasoning segment ``reasoning-start`` / ``-delta`` / ``-end``; answer text
     as ``text-start`` / ``-delta`` / ``-end``; ``tool-input-available`` per tool call; then
     ``finish`` (``finishReason`` ``stop``, ``length``, ``tool-calls`` or ``other`` for a
-    cancelled run, the status in ``messageMetadata``) or ``error``, and ``data: [DONE]``.
+    cancelled run, the status in ``messageMetadata``) or ``error`` (``errorText`` is
+    ``Entry.error`` when the hub ended a run whose writer was lost), and ``data: [DONE]``.
     Part ids are ``reasoning-<entry id>`` and ``text-<entry id>``.
     """
 
@@ -294,7 +302,7 @@ class VercelUITranslator:
             closing: list[dict[str, Any]] = []
             self._close_reasoning(closing)
             self._close_text(closing)
-            closing.append(self._ending(entry.status or "completed"))
+            closing.append(self._ending(entry.status or "completed", entry.error))
             events += [SSEEvent(entry.id, _json(item)) for item in closing]
             events.append(SSEEvent(entry.id, "[DONE]"))
         return events
@@ -313,9 +321,12 @@ class VercelUITranslator:
             out.append({"type": "text-end", "id": self._text})
             self._text = None
 
-    def _ending(self, status: str) -> dict[str, Any]:
+    def _ending(self, status: str, error: str | None) -> dict[str, Any]:
         if status == "error":
-            return {"type": "error", "errorText": f"run {self._stream_id!r} ended with an error"}
+            return {
+                "type": "error",
+                "errorText": error or f"run {self._stream_id!r} ended with an error",
+            }
         if status.startswith("cancelled"):
             reason = "other"
         elif status == "length":

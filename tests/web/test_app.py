@@ -210,3 +210,53 @@ def test_posting_a_prompt_starts_a_run() -> None:
         again = httpx.post(f"{base}/streams/chat-1", json={"prompt": "hi"})
         assert again.status_code == 409
         assert httpx.post(f"{base}/streams/chat-2", content=b"nope").status_code == 400
+
+
+def idle_run(hub: Hub, pause: float) -> tuple[str, threading.Thread, list[str]]:
+    """A run that goes quiet for ``pause`` seconds mid-reasoning and before its answer."""
+    stream_id = f"idle-{uuid.uuid4().hex}"
+    pipe = ScriptedPipe(
+        [ReasoningDelta("think "), pause, ReasoningDelta("harder"), pause, TextDelta("done")]
+    )
+    seen: list[str] = []
+    pipe.set_streaming_callback(seen.append)
+    runner = threading.Thread(target=hub.run, args=(stream_id, pipe, "go"))
+    runner.start()
+    return stream_id, runner, seen
+
+
+@pytest.mark.parametrize("protocol", ["channel", "ag-ui", "vercel-ui"])
+def test_an_idle_stream_gets_keep_alive_comments_that_change_nothing(
+    hub: Hub, protocol: str, node_reader: Path
+) -> None:
+    with serve(create_app(hub, timeout=2, keep_alive=0.1)) as base:
+        stream_id, runner, _ = idle_run(hub, 0.5)
+        url = f"{base}/streams/{stream_id}?protocol={protocol}"
+        live = get(url).text
+        runner.join(10)
+        finished = get(url).text
+    blocks = [block for block in live.split("\n\n") if block]
+    comments = [block for block in blocks if block.startswith(":")]
+    assert len(comments) >= 4  # two pauses of 0.5 s, a comment every 0.1 s of silence
+    assert set(comments) == {": keep-alive"}  # a bare comment: no id, no event, no data
+    assert ": keep-alive" not in finished  # a stream with nothing to wait for never idles
+    # Readers skip comments: the same events, the same ids, so resume is unaffected.
+    assert parse(live) == parse(finished)
+    if protocol == "vercel-ui":
+        done = subprocess.run(
+            ["node", str(node_reader)], input=live, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        output = json.loads(done.stdout)
+        assert output["errors"] == []
+        texts = [part.get("text") for part in output["message"]["parts"]]
+        assert texts == ["think harder", "done"]
+
+
+def test_keep_alive_can_be_turned_off(hub: Hub) -> None:
+    with serve(create_app(hub, timeout=2, keep_alive=None)) as base:
+        stream_id, runner, seen = idle_run(hub, 0.3)
+        live = get(f"{base}/streams/{stream_id}").text
+        runner.join(10)
+    assert ": keep-alive" not in live
+    assert "".join(event.json()["chunk"] for event in parse(live)) == "".join(seen)

@@ -3,6 +3,7 @@ a connection the server drops mid-reasoning neither loses nor repeats a byte on 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -109,3 +110,41 @@ def test_page_shows_reasoning_live_and_survives_a_dropped_connection(
     assert png.startswith(b"\x89PNG")
     if target := os.environ.get("REASONING_STREAM_SCREENSHOT"):
         Path(target).write_bytes(png)
+
+
+LISTENER = """<!doctype html><script>
+window.got = {events: [], errors: 0, done: false};
+const source = new EventSource(location.search.slice(1));
+source.onmessage = (e) => window.got.events.push([e.lastEventId, e.data]);
+source.addEventListener("end", (e) => {
+  window.got.events.push([e.lastEventId, e.data]); window.got.done = true; source.close();
+});
+source.onerror = () => { window.got.errors += 1; };
+</script>"""
+
+
+def test_keep_alive_comments_do_not_disturb_an_event_source(browser: Browser) -> None:
+    """A browser's EventSource on a stream that idles between keep-alive comments."""
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    from reasoning_stream import ReasoningDelta, TextDelta
+    from reasoning_stream.testing import ScriptedPipe
+    from reasoning_stream.web import create_app
+
+    hub = MemoryHub()
+
+    async def page(request: Any) -> HTMLResponse:
+        return HTMLResponse(LISTENER)
+
+    app = create_app(hub, timeout=5, keep_alive=0.05, routes=[Route("/", page)])
+    pipe = ScriptedPipe([ReasoningDelta("a"), 0.4, ReasoningDelta("b"), 0.4, TextDelta("c")])
+    with serve(app) as base:
+        browser.open(f"{base}/?/streams/idle")
+        anyio.run(hub.arun, "idle", pipe, "go")
+        got = browser.wait_for("window.got.done && window.got", timeout=30)
+    entries = hub.read("idle")
+    assert got["errors"] == 0  # comments never made it reconnect
+    assert [event_id for event_id, _ in got["events"]] == [entry.id for entry in entries]
+    chunks = "".join(json.loads(data)["chunk"] for _, data in got["events"])
+    assert chunks == "".join(entry.chunk for entry in entries) == "<think>ab</think>c"
