@@ -21,8 +21,8 @@ and end) come from a scope of this module, added only while that logger is enabl
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from ._pipe import Pipe, PipeResult, Prompt
@@ -34,7 +34,9 @@ __all__ = [
     "RunObserver",
     "RunScope",
     "add_run_observer",
+    "aobserved",
     "finish",
+    "observed",
     "remove_run_observer",
     "retrying",
     "start",
@@ -124,6 +126,43 @@ def retrying(
             hook(attempt, delay, error)
         except Exception:
             logger.warning("run observer scope hook %r raised in retrying", hook, exc_info=True)
+
+
+_Result = TypeVar("_Result", bound="PipeResult | PipelineResult")
+
+
+def observed(runner: Pipe | Pipeline, prompt: Prompt, run: Callable[[], _Result]) -> _Result:
+    """``run()`` between :func:`start` and :func:`finish`, on every exit path.
+
+    The one observed-run wrapper of ``Pipe`` and ``Pipeline``: a run that raises reports the
+    result it recorded on the way (``runner.last_result`` changed), else ``None``.
+    """
+    scopes = start(runner, prompt)
+    previous = runner.last_result
+    try:
+        result = run()
+    except BaseException as error:
+        current = runner.last_result
+        finish(scopes, None if current is previous else current, error)
+        raise
+    finish(scopes, result, None)
+    return result
+
+
+async def aobserved(
+    runner: Pipe | Pipeline, prompt: Prompt, run: Callable[[], Awaitable[_Result]]
+) -> _Result:
+    """Async twin of :func:`observed`."""
+    scopes = start(runner, prompt)
+    previous = runner.last_result
+    try:
+        result = await run()
+    except BaseException as error:
+        current = runner.last_result
+        finish(scopes, None if current is previous else current, error)
+        raise
+    finish(scopes, result, None)
+    return result
 
 
 def finish(

@@ -520,29 +520,11 @@ class Pipe:
 
     def _turn(self, channel: Channel, prompt: Prompt) -> PipeResult:
         """One turn inside ``channel`` (this pipe's own run, or a Pipeline's), observed."""
-        scopes = _observers.start(self, prompt)
-        previous = self.last_result
-        try:
-            result = self._attempts(channel, prompt)
-        except BaseException as error:
-            current = self.last_result
-            _observers.finish(scopes, None if current is previous else current, error)
-            raise
-        _observers.finish(scopes, result, None)
-        return result
+        return _observers.observed(self, prompt, lambda: self._attempts(channel, prompt))
 
     async def _aturn(self, channel: Channel, prompt: Prompt) -> PipeResult:
         """Async twin of :meth:`_turn`."""
-        scopes = _observers.start(self, prompt)
-        previous = self.last_result
-        try:
-            result = await self._aattempts(channel, prompt)
-        except BaseException as error:
-            current = self.last_result
-            _observers.finish(scopes, None if current is previous else current, error)
-            raise
-        _observers.finish(scopes, result, None)
-        return result
+        return await _observers.aobserved(self, prompt, lambda: self._aattempts(channel, prompt))
 
     def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
         """The first attempt and the retries it may earn."""

@@ -112,16 +112,7 @@ class Pipeline:
             self._warned_loop = True
         channel = Channel()
         claim(self.pipes, channel, what="the Pipeline")
-        scopes = _observers.start(self, prompt)
-        previous = self.last_result
-        try:
-            result = self._run(channel, prompt)
-        except BaseException as error:
-            current = self.last_result
-            _observers.finish(scopes, None if current is previous else current, error)
-            raise
-        _observers.finish(scopes, result, None)
-        return result
+        return _observers.observed(self, prompt, lambda: self._run(channel, prompt))
 
     def _run(self, channel: Channel, prompt: Prompt) -> PipelineResult:
         results: list[PipeResult] = []
@@ -151,16 +142,7 @@ class Pipeline:
         """
         channel = Channel(deferred=True)
         claim(self.pipes, channel, what="the Pipeline")
-        scopes = _observers.start(self, prompt)
-        previous = self.last_result
-        try:
-            result = await self._arun(channel, prompt)
-        except BaseException as error:
-            current = self.last_result
-            _observers.finish(scopes, None if current is previous else current, error)
-            raise
-        _observers.finish(scopes, result, None)
-        return result
+        return await _observers.aobserved(self, prompt, lambda: self._arun(channel, prompt))
 
     async def _arun(self, channel: Channel, prompt: Prompt) -> PipelineResult:
         results: list[PipeResult] = []
