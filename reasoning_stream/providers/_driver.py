@@ -378,8 +378,8 @@ class ProviderPipe(Pipe, metaclass=_Validated):
         client.close()
 
     async def aclose_client(self, client: Any) -> None:
-        """Release an async client the pipe built for one run."""
-        await client.close()
+        """Release an async client the pipe built for one run (httpx's is ``aclose()``)."""
+        await (client.aclose() if isinstance(client, httpx.AsyncClient) else client.close())
 
     def sync_client(self) -> Any:
         """The client ``run()`` uses: the given sync one, or one built once and kept."""

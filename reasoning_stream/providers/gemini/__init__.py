@@ -229,10 +229,6 @@ class GeminiPipe(ProviderPipe):
         timeout = _DEFAULT_TIMEOUT if self.timeout is None else httpx.Timeout(self.timeout)
         return (httpx.AsyncClient if asynchronous else httpx.Client)(timeout=timeout)
 
-    async def aclose_client(self, client: Any) -> None:
-        """Close an ``httpx.AsyncClient`` built for one run."""
-        await client.aclose()
-
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """POST ``streamGenerateContent?alt=sse`` and read its events."""
         body = self.build_request(prompt)

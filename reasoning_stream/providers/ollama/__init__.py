@@ -237,10 +237,6 @@ class OllamaPipe(ProviderPipe):
 
     # ------------------------------------------------------------------ lean transport
 
-    async def aclose_client(self, client: Any) -> None:
-        """Close an async client built for one run (httpx's is ``aclose()``)."""
-        await (client.aclose() if isinstance(client, httpx.AsyncClient) else client.close())
-
     def _lean_request(self, call: Mapping[str, Any]) -> dict[str, Any]:
         """The lean transport's arguments: the SDK's URL, bearer key and JSON body."""
         headers = {"Accept": "application/json"}

@@ -33,6 +33,7 @@ from .._transports import (
     asdk_source,
     asse_source,
     iter_sse_json,
+    lean_client,
     sdk_source,
     sse_source,
 )
@@ -241,21 +242,10 @@ class OpenAIChatPipe(ProviderPipe):
     def build_client(self, *, asynchronous: bool) -> Any:
         """An httpx client for ``transport="httpx"``, else the openai SDK's client."""
         if self.transport == "httpx":
-            cls = httpx.AsyncClient if asynchronous else httpx.Client
-            return cls(timeout=self._http_timeout())
+            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
         openai = require("openai", self.extra)
         cls = openai.AsyncOpenAI if asynchronous else openai.OpenAI
         return cls(**self._client_options())
-
-    async def aclose_client(self, client: Any) -> None:
-        """Close an async client built for one run (httpx's is ``aclose()``)."""
-        await (client.aclose() if self.transport == "httpx" else client.close())
-
-    def _http_timeout(self) -> httpx.Timeout:
-        if self.timeout is not None:
-            return httpx.Timeout(self.timeout)
-        # Reasoning models may think a long while before the first byte: the SDK's defaults.
-        return httpx.Timeout(600.0, connect=5.0)
 
     def _url(self, client: httpx.Client | httpx.AsyncClient) -> str:
         if self.base_url is not None:

@@ -287,10 +287,6 @@ class OpenAIResponsesPipe(ProviderPipe):
         if http_client is not None and self.endpoint is None:
             self.endpoint = str(http_client.base_url).rstrip("/") or None
 
-    async def aclose_client(self, client: Any) -> None:
-        """Close an async client built for one run (httpx's is ``aclose()``)."""
-        await (client.aclose() if isinstance(client, httpx.AsyncClient) else client.close())
-
     def _lean_request(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
         """The lean transport's arguments: the SDK's URL, bearer key and body, as plain JSON."""
         base = self.base_url or os.environ.get("OPENAI_BASE_URL")
