@@ -88,7 +88,117 @@ class ChannelTranslator:
         return [SSEEvent(entry.id, _json(data))]
 
 
-class AGUITranslator:
+class _PartsTranslator:
+    """The part bookkeeping the AG-UI and AI SDK UI streams share; subclasses spell the wire.
+
+    A reasoning segment opens at ``ReasoningStart`` (or a ``ReasoningDelta`` outside one) and
+    closes at ``ReasoningEnd``, at answer text, or at the end; answer text is one part until
+    reasoning resumes or another pipe of a pipeline speaks. Part ids are ``reasoning-<entry
+    id>`` and ``text-<entry id>``: the entry that opened them.
+    """
+
+    replays = True
+
+    def __init__(self, stream_id: str) -> None:
+        self._stream_id = stream_id
+        self._started = False
+        self._reasoning: str | None = None
+        self._text: str | None = None
+        self._text_source: str | None = None
+        self._usage: Usage | None = None
+        self._finish_reason: str | None = None
+
+    def feed(self, entry: Entry) -> list[SSEEvent]:
+        out: list[dict[str, Any]] = []
+        if not self._started:
+            self._started = True
+            out.append(self._start())
+        event = entry.event
+        if isinstance(event, ReasoningStart):
+            self._close_text(out)
+            self._open_reasoning(out, entry.id)
+        elif isinstance(event, ReasoningDelta):
+            part = self._reasoning
+            if part is None:
+                self._close_text(out)
+                part = self._open_reasoning(out, entry.id)
+            if event.text:
+                out.append(self._reasoning_delta(part, event.text))
+        elif isinstance(event, ReasoningEnd):
+            self._close_reasoning(out)
+        elif isinstance(event, TextDelta):
+            self._close_reasoning(out)
+            if self._text is not None and event.source != self._text_source:
+                self._close_text(out)
+            if self._text is None:
+                self._text = f"text-{entry.id}"
+                self._text_source = event.source
+                out.append(self._text_start(self._text))
+            if event.text:
+                out.append(self._text_delta(self._text, event.text))
+        elif isinstance(event, ToolCall):
+            out += self._tool_call(event)
+        elif isinstance(event, UsageReport):
+            self._usage = event.usage if self._usage is None else self._usage.merged(event.usage)
+        elif isinstance(event, Finish):
+            self._finish_reason = event.reason
+        if entry.final:
+            self._close_reasoning(out)
+            self._close_text(out)
+            out.append(self._ending(entry.status or "completed", entry.error))
+        events = [SSEEvent(entry.id, _json(item)) for item in out]
+        if entry.final:
+            events += [SSEEvent(entry.id, data) for data in self._after_end]
+        return events
+
+    def _open_reasoning(self, out: list[dict[str, Any]], entry_id: str) -> str:
+        self._reasoning = part = f"reasoning-{entry_id}"
+        out += self._reasoning_start(part)
+        return part
+
+    def _close_reasoning(self, out: list[dict[str, Any]]) -> None:
+        if self._reasoning is not None:
+            out += self._reasoning_end(self._reasoning)
+            self._reasoning = None
+
+    def _close_text(self, out: list[dict[str, Any]]) -> None:
+        if self._text is not None:
+            out.append(self._text_end(self._text))
+            self._text = None
+
+    # The wire, per protocol.
+    _after_end: tuple[str, ...] = ()
+    """Raw ``data`` of the events after the ending one (``[DONE]``)."""
+
+    def _start(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _reasoning_start(self, part: str) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _reasoning_delta(self, part: str, text: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _reasoning_end(self, part: str) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _text_start(self, part: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _text_delta(self, part: str, text: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _text_end(self, part: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _tool_call(self, call: ToolCall) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _ending(self, status: str, error: str | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class AGUITranslator(_PartsTranslator):
     """``protocol=ag-ui``: AG-UI events (wire names, camelCase fields) from the typed events.
 
     ``RUN_STARTED`` comes with the first entry; each reasoning segment is ``REASONING_START``,
@@ -109,97 +219,48 @@ class AGUITranslator:
     reported, is in ``usage``. No content event ever has an empty ``delta``.
     """
 
-    replays = True
+    def _start(self) -> dict[str, Any]:
+        return {"type": "RUN_STARTED", "threadId": self._stream_id, "runId": self._stream_id}
 
-    def __init__(self, stream_id: str) -> None:
-        self._stream_id = stream_id
-        self._started = False
-        self._reasoning: str | None = None
-        self._text: str | None = None
-        self._text_source: str | None = None
-        self._usage: Usage | None = None
-        self._finish_reason: str | None = None
+    def _reasoning_start(self, part: str) -> list[dict[str, Any]]:
+        return [
+            {"type": "REASONING_START", "messageId": part},
+            {"type": "REASONING_MESSAGE_START", "messageId": part, "role": "reasoning"},
+        ]
 
-    def feed(self, entry: Entry) -> list[SSEEvent]:
-        out: list[dict[str, Any]] = []
-        if not self._started:
-            self._started = True
-            out.append(
-                {"type": "RUN_STARTED", "threadId": self._stream_id, "runId": self._stream_id}
-            )
-        event = entry.event
-        if isinstance(event, ReasoningStart):
-            self._close_text(out)
-            self._open_reasoning(out, entry.id)
-        elif isinstance(event, ReasoningDelta):
-            if self._reasoning is None:
-                self._close_text(out)
-                self._open_reasoning(out, entry.id)
-            if event.text:
-                out.append(
-                    {
-                        "type": "REASONING_MESSAGE_CONTENT",
-                        "messageId": self._reasoning,
-                        "delta": event.text,
-                    }
-                )
-        elif isinstance(event, ReasoningEnd):
-            self._close_reasoning(out)
-        elif isinstance(event, TextDelta):
-            self._close_reasoning(out)
-            if self._text is not None and event.source != self._text_source:
-                self._close_text(out)
-            if self._text is None:
-                self._text = f"text-{entry.id}"
-                self._text_source = event.source
-                out.append(
-                    {"type": "TEXT_MESSAGE_START", "messageId": self._text, "role": "assistant"}
-                )
-            if event.text:
-                out.append(
-                    {"type": "TEXT_MESSAGE_CONTENT", "messageId": self._text, "delta": event.text}
-                )
-        elif isinstance(event, ToolCall):
-            start: dict[str, Any] = {
-                "type": "TOOL_CALL_START",
-                "toolCallId": event.id,
-                "toolCallName": event.name,
-            }
-            if self._text is not None:
-                start["parentMessageId"] = self._text
-            out.append(start)
-            if event.arguments:
-                out.append(
-                    {"type": "TOOL_CALL_ARGS", "toolCallId": event.id, "delta": event.arguments}
-                )
-            out.append({"type": "TOOL_CALL_END", "toolCallId": event.id})
-        elif isinstance(event, UsageReport):
-            self._usage = event.usage if self._usage is None else self._usage.merged(event.usage)
-        elif isinstance(event, Finish):
-            self._finish_reason = event.reason
-        if entry.final:
-            self._close_reasoning(out)
-            self._close_text(out)
-            out.append(self._ending(entry.status or "completed", entry.error))
-        return [SSEEvent(entry.id, _json(item)) for item in out]
+    def _reasoning_delta(self, part: str, text: str) -> dict[str, Any]:
+        return {"type": "REASONING_MESSAGE_CONTENT", "messageId": part, "delta": text}
 
-    def _open_reasoning(self, out: list[dict[str, Any]], entry_id: str) -> None:
-        self._reasoning = message_id = f"reasoning-{entry_id}"
-        out.append({"type": "REASONING_START", "messageId": message_id})
-        out.append(
-            {"type": "REASONING_MESSAGE_START", "messageId": message_id, "role": "reasoning"}
-        )
+    def _reasoning_end(self, part: str) -> list[dict[str, Any]]:
+        return [
+            {"type": "REASONING_MESSAGE_END", "messageId": part},
+            {"type": "REASONING_END", "messageId": part},
+        ]
 
-    def _close_reasoning(self, out: list[dict[str, Any]]) -> None:
-        if self._reasoning is not None:
-            out.append({"type": "REASONING_MESSAGE_END", "messageId": self._reasoning})
-            out.append({"type": "REASONING_END", "messageId": self._reasoning})
-            self._reasoning = None
+    def _text_start(self, part: str) -> dict[str, Any]:
+        return {"type": "TEXT_MESSAGE_START", "messageId": part, "role": "assistant"}
 
-    def _close_text(self, out: list[dict[str, Any]]) -> None:
+    def _text_delta(self, part: str, text: str) -> dict[str, Any]:
+        return {"type": "TEXT_MESSAGE_CONTENT", "messageId": part, "delta": text}
+
+    def _text_end(self, part: str) -> dict[str, Any]:
+        return {"type": "TEXT_MESSAGE_END", "messageId": part}
+
+    def _tool_call(self, call: ToolCall) -> list[dict[str, Any]]:
+        start: dict[str, Any] = {
+            "type": "TOOL_CALL_START",
+            "toolCallId": call.id,
+            "toolCallName": call.name,
+        }
         if self._text is not None:
-            out.append({"type": "TEXT_MESSAGE_END", "messageId": self._text})
-            self._text = None
+            start["parentMessageId"] = self._text
+        events = [start]
+        if call.arguments:
+            events.append(
+                {"type": "TOOL_CALL_ARGS", "toolCallId": call.id, "delta": call.arguments}
+            )
+        events.append({"type": "TOOL_CALL_END", "toolCallId": call.id})
+        return events
 
     def _ending(self, status: str, error: str | None) -> dict[str, Any]:
         usage: list[dict[str, int]] = []
@@ -236,7 +297,7 @@ class AGUITranslator:
 _FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool-calls"}
 
 
-class VercelUITranslator:
+class VercelUITranslator(_PartsTranslator):
     """``protocol=vercel-ui``: the AI SDK UI message stream, version 1.
 
     ``start``; per reasoning segment ``reasoning-start`` / ``-delta`` / ``-end``; answer text
@@ -247,79 +308,43 @@ class VercelUITranslator:
     Part ids are ``reasoning-<entry id>`` and ``text-<entry id>``.
     """
 
-    replays = True
+    _after_end = ("[DONE]",)
 
     def __init__(self, stream_id: str) -> None:
-        self._stream_id = stream_id
-        self._started = False
-        self._reasoning: str | None = None
-        self._text: str | None = None
-        self._text_source: str | None = None
-        self._finish_reason: str | None = None
+        super().__init__(stream_id)
         self._tool_calls = False
 
-    def feed(self, entry: Entry) -> list[SSEEvent]:
-        out: list[dict[str, Any]] = []
-        if not self._started:
-            self._started = True
-            out.append({"type": "start", "messageId": self._stream_id})
-        event = entry.event
-        if isinstance(event, ReasoningStart):
-            self._close_text(out)
-            self._open_reasoning(out, entry.id)
-        elif isinstance(event, ReasoningDelta):
-            if self._reasoning is None:
-                self._close_text(out)
-                self._open_reasoning(out, entry.id)
-            if event.text:
-                out.append({"type": "reasoning-delta", "id": self._reasoning, "delta": event.text})
-        elif isinstance(event, ReasoningEnd):
-            self._close_reasoning(out)
-        elif isinstance(event, TextDelta):
-            self._close_reasoning(out)
-            if self._text is not None and event.source != self._text_source:
-                self._close_text(out)
-            if self._text is None:
-                self._text = f"text-{entry.id}"
-                self._text_source = event.source
-                out.append({"type": "text-start", "id": self._text})
-            if event.text:
-                out.append({"type": "text-delta", "id": self._text, "delta": event.text})
-        elif isinstance(event, ToolCall):
-            self._tool_calls = True
-            out.append(
-                {
-                    "type": "tool-input-available",
-                    "toolCallId": event.id,
-                    "toolName": event.name,
-                    "input": _arguments(event.arguments),
-                }
-            )
-        elif isinstance(event, Finish):
-            self._finish_reason = event.reason
-        events = [SSEEvent(entry.id, _json(item)) for item in out]
-        if entry.final:
-            closing: list[dict[str, Any]] = []
-            self._close_reasoning(closing)
-            self._close_text(closing)
-            closing.append(self._ending(entry.status or "completed", entry.error))
-            events += [SSEEvent(entry.id, _json(item)) for item in closing]
-            events.append(SSEEvent(entry.id, "[DONE]"))
-        return events
+    def _start(self) -> dict[str, Any]:
+        return {"type": "start", "messageId": self._stream_id}
 
-    def _open_reasoning(self, out: list[dict[str, Any]], entry_id: str) -> None:
-        self._reasoning = f"reasoning-{entry_id}"
-        out.append({"type": "reasoning-start", "id": self._reasoning})
+    def _reasoning_start(self, part: str) -> list[dict[str, Any]]:
+        return [{"type": "reasoning-start", "id": part}]
 
-    def _close_reasoning(self, out: list[dict[str, Any]]) -> None:
-        if self._reasoning is not None:
-            out.append({"type": "reasoning-end", "id": self._reasoning})
-            self._reasoning = None
+    def _reasoning_delta(self, part: str, text: str) -> dict[str, Any]:
+        return {"type": "reasoning-delta", "id": part, "delta": text}
 
-    def _close_text(self, out: list[dict[str, Any]]) -> None:
-        if self._text is not None:
-            out.append({"type": "text-end", "id": self._text})
-            self._text = None
+    def _reasoning_end(self, part: str) -> list[dict[str, Any]]:
+        return [{"type": "reasoning-end", "id": part}]
+
+    def _text_start(self, part: str) -> dict[str, Any]:
+        return {"type": "text-start", "id": part}
+
+    def _text_delta(self, part: str, text: str) -> dict[str, Any]:
+        return {"type": "text-delta", "id": part, "delta": text}
+
+    def _text_end(self, part: str) -> dict[str, Any]:
+        return {"type": "text-end", "id": part}
+
+    def _tool_call(self, call: ToolCall) -> list[dict[str, Any]]:
+        self._tool_calls = True
+        return [
+            {
+                "type": "tool-input-available",
+                "toolCallId": call.id,
+                "toolName": call.name,
+                "input": _arguments(call.arguments),
+            }
+        ]
 
     def _ending(self, status: str, error: str | None) -> dict[str, Any]:
         if status == "error":
