@@ -185,3 +185,23 @@ def test_statuses_map_onto_each_protocol(ending: str) -> None:
     # Markers were closed before the end: the last reasoning part ended before finishing.
     types = [json.loads(d)["type"] for _, d in vercel_events[:-1]]
     assert types.index("reasoning-end") < len(types) - 1
+
+
+@pytest.mark.parametrize(
+    ("protocol", "start", "end"),
+    [("ag-ui", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END"), ("vercel-ui", "text-start", "text-end")],
+)
+def test_each_pipe_of_a_pipeline_speaks_in_its_own_text_part(
+    protocol: str, start: str, end: str
+) -> None:
+    """Answer text from another source (the next pipe of a pipeline) opens a new text part."""
+    hub = MemoryHub()
+    stream_id = uuid.uuid4().hex
+    first = ScriptedPipe([TextDelta("draft")], name="first")
+    second = ScriptedPipe([TextDelta("final")], name="second")
+    hub.run(stream_id, first | second, "go")
+    events = translate(protocol, hub.read(stream_id))
+    data = [json.loads(d) for _, d in events if d != "[DONE]"]
+    kinds = [item["type"] for item in data]
+    assert kinds.count(start) == 2 and kinds.count(end) == 2
+    assert kinds.index(end) < kinds.index(start, kinds.index(start) + 1)
