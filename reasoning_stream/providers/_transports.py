@@ -62,6 +62,8 @@ __all__ = [
     "iter_ndjson",
     "iter_sse_json",
     "lean_client",
+    "lean_endpoint",
+    "lean_url",
     "ndjson_source",
     "sdk_source",
 ]
@@ -530,6 +532,25 @@ def check_lean_client(transport: str, client: Any, http_client: Any, *, sdk: str
             f"{sdk}"
         )
     return given
+
+
+def lean_url(path: str, *, base: str | None, client_given: bool, default: str) -> str:
+    """Where a lean transport posts ``path``: under ``base`` (``base_url=`` or the SDK's
+    environment variable), else relative to a client the user gave (its own ``base_url``),
+    else under the API's ``default`` root.
+    """
+    if base:
+        return f"{base.rstrip('/')}/{path}"
+    if client_given:
+        return path
+    return f"{default}/{path}"
+
+
+def lean_endpoint(http_client: Any, endpoint: str | None) -> str | None:
+    """A pipe's ``endpoint``: the one it has, else the given httpx client's base URL."""
+    if http_client is not None and endpoint is None:
+        return str(http_client.base_url).rstrip("/") or None
+    return endpoint
 
 
 def lean_client(*, asynchronous: bool, timeout: float | None) -> httpx.Client | httpx.AsyncClient:

@@ -39,6 +39,8 @@ from .._transports import (
     decode_json,
     iter_sse_json,
     lean_client,
+    lean_endpoint,
+    lean_url,
     sdk_source,
     sse_source,
 )
@@ -239,18 +241,16 @@ class AnthropicPipe(ProviderPipe):
         self.client = check_lean_client(
             self.transport, self.client, http_client, sdk="an anthropic.Anthropic client"
         )
-        if http_client is not None and self.endpoint is None:
-            self.endpoint = str(http_client.base_url).rstrip("/") or None
+        self.endpoint = lean_endpoint(http_client, self.endpoint)
 
     def _lean_request(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
         """The lean transport's arguments: the SDK's URL, headers and body, as plain JSON."""
-        base = self.base_url or os.environ.get("ANTHROPIC_BASE_URL")
-        if base:
-            url = f"{base.rstrip('/')}/v1/messages"
-        elif self.client is not None and str(client.base_url):
-            url = "v1/messages"
-        else:
-            url = f"{DEFAULT_BASE_URL}/v1/messages"
+        url = lean_url(
+            "v1/messages",
+            base=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+            client_given=self.client is not None and bool(str(client.base_url)),
+            default=DEFAULT_BASE_URL,
+        )
         headers = {"anthropic-version": API_VERSION, "accept": "application/json"}
         key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
         token = os.environ.get("ANTHROPIC_AUTH_TOKEN")

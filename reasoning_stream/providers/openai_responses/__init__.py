@@ -33,6 +33,8 @@ from .._transports import (
     decode_json,
     iter_sse_json,
     lean_client,
+    lean_endpoint,
+    lean_url,
     sdk_source,
     sse_source,
 )
@@ -284,18 +286,16 @@ class OpenAIResponsesPipe(ProviderPipe):
         self.client = check_lean_client(
             self.transport, self.client, http_client, sdk="an openai.OpenAI client"
         )
-        if http_client is not None and self.endpoint is None:
-            self.endpoint = str(http_client.base_url).rstrip("/") or None
+        self.endpoint = lean_endpoint(http_client, self.endpoint)
 
     def _lean_request(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
         """The lean transport's arguments: the SDK's URL, bearer key and body, as plain JSON."""
-        base = self.base_url or os.environ.get("OPENAI_BASE_URL")
-        if base:
-            url = f"{base.rstrip('/')}/responses"
-        elif self.client is not None and str(client.base_url):
-            url = "responses"
-        else:
-            url = f"{DEFAULT_BASE_URL}/responses"
+        url = lean_url(
+            "responses",
+            base=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+            client_given=self.client is not None and bool(str(client.base_url)),
+            default=DEFAULT_BASE_URL,
+        )
         key = self._api_key or os.environ.get("OPENAI_API_KEY")
         body = self.build_request(prompt)
         self.log_request("/responses", body)
