@@ -21,7 +21,7 @@ __all__ = [
     "report_callback_error",
 ]
 
-logger = logging.getLogger("reasoning_stream")
+logger = logging.getLogger("reasoning_stream.callbacks")
 
 StreamingCallback: TypeAlias = Callable[[str], Awaitable[Any] | None]
 """Receives every channel chunk: text, markers and reasoning. Sync or async."""

@@ -11,7 +11,6 @@ import sys
 import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -21,7 +20,7 @@ from ._pipe import Pipe, PipeResult
 from ._render import ChannelRenderer, is_terminal
 
 if TYPE_CHECKING:
-    from .providers._spec import ProviderSpec
+    from .providers._spec import ApiRoot, ProviderSpec
 
 __all__ = [  # noqa: F822 (PROVIDERS comes from the registry, lazily)
     "PROVIDERS",
@@ -51,67 +50,6 @@ def _providers() -> dict[str, ProviderSpec]:
 
     return {spec.name: spec for spec in specs()}
 
-
-# ------------------------------------------------------------------ per-provider CLI facts
-# TODO(registry): these belong on each ProviderSpec (providers/_spec.py): its API root, the
-# root shape, and the constructor options for an output limit. Kept here until they move.
-
-
-@dataclass(frozen=True)
-class _Endpoint:
-    example: str
-    """The provider's own API root: what ``--base-url`` defaults to."""
-    env: str | None
-    """The variable the SDK or pipe reads a base URL from."""
-    ends_with: str = ""
-    """The path a base URL must end with (``/v1``); empty when it is the server root."""
-    not_ends_with: str = ""
-    """A path the client adds itself, so a base URL must not end with it. With neither set,
-    the base URL has no path at all."""
-    local: str = ""
-    """A local server's base URL of that shape, when there is a usual one."""
-    max_tokens: Callable[[int, str | None], dict[str, Any]] = lambda n, url: {}
-    """Constructor options that set the output limit to ``n`` tokens."""
-
-
-def _openai_max_tokens(n: int, url: str | None) -> dict[str, Any]:
-    # OpenAI's own API wants max_completion_tokens (reasoning models reject max_tokens);
-    # compatible servers (DeepSeek, vLLM, llama.cpp, SGLang) document max_tokens.
-    own = url is None or urlsplit(url).hostname == "api.openai.com"
-    return {"extra_body": {"max_completion_tokens" if own else "max_tokens": n}}
-
-
-ENDPOINTS: dict[str, _Endpoint] = {
-    "openai": _Endpoint(
-        "https://api.openai.com/v1", "OPENAI_BASE_URL", "/v1", "",
-        "http://localhost:8000/v1", _openai_max_tokens,
-    ),
-    "responses": _Endpoint(
-        "https://api.openai.com/v1", "OPENAI_BASE_URL", "/v1", "", "",
-        lambda n, url: {"extra_body": {"max_output_tokens": n}},
-    ),
-    "anthropic": _Endpoint(
-        "https://api.anthropic.com", "ANTHROPIC_BASE_URL", "", "/v1", "",
-        lambda n, url: {"max_tokens": n},
-    ),
-    "bedrock": _Endpoint(
-        "https://bedrock-runtime.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
-        "", "", "", lambda n, url: {"max_tokens": n},
-    ),
-    "ollama": _Endpoint(
-        "http://localhost:11434", "OLLAMA_HOST", "", "/api", "",
-        lambda n, url: {"options": {"num_predict": n}},
-    ),
-    "openrouter": _Endpoint(
-        "https://openrouter.ai/api/v1", "OPENROUTER_BASE_URL", "/api/v1", "", "",
-        lambda n, url: {"extra_body": {"max_tokens": n}},
-    ),
-    "gemini": _Endpoint(
-        "https://generativelanguage.googleapis.com/v1beta", "GEMINI_BASE_URL", "/v1beta", "", "",
-        lambda n, url: {"extra_body": {"generationConfig": {"maxOutputTokens": n}}},
-    ),
-}  # fmt: skip
-"""Per provider: the base-URL shape (for errors and the README) and how to set max tokens."""
 
 # ------------------------------------------------------------------------- building a pipe
 
@@ -185,10 +123,9 @@ def build_pipe(
     if reasoning is not None:
         options["reasoning"] = reasoning
     if max_tokens is not None:
-        endpoint = ENDPOINTS.get(provider)
-        if endpoint is None:
+        if spec.max_tokens is None:
             raise CommandError(f"--max-tokens is not supported for {provider} yet")
-        options.update(endpoint.max_tokens(max_tokens, base_url))
+        options.update(spec.max_tokens(max_tokens, base_url))
     if on_callback_error is not None:
         options["on_callback_error"] = on_callback_error
     if not stream:
@@ -198,7 +135,8 @@ def build_pipe(
     except UsageError:
         raise
     except (TypeError, ValueError) as error:
-        raise CommandError(f"{provider}: {error}") from error
+        message = str(error)  # a pipe's own message names its provider already; don't double it
+        raise CommandError(message if provider in message else f"{provider}: {message}") from error
     return pipe
 
 
@@ -206,26 +144,26 @@ def effective_base_url(
     provider: str, base_url: str | None, environ: Mapping[str, str]
 ) -> str | None:
     """The API root a run talks to: ``--base-url``, else the variable, else the default."""
-    endpoint = ENDPOINTS.get(provider)
-    if endpoint is None:
+    root = _root(provider)
+    if root is None:
         return base_url
-    from_env = environ.get(endpoint.env) if endpoint.env else None
-    return base_url or from_env or endpoint.example
+    from_env = environ.get(root.env) if root.env else None
+    return base_url or from_env or root.default
 
 
 def endpoint_hint(provider: str, error: ProviderError, url: str) -> str | None:
     """What to check when a request to ``url`` failed with a 404 or never connected."""
-    endpoint = ENDPOINTS.get(provider)
-    if endpoint is None:
+    root = _root(provider)
+    if root is None:
         return None
     path = urlsplit(url).path.rstrip("/")
-    if endpoint.ends_with:
-        wrong_shape = not path.endswith(endpoint.ends_with)
-    elif endpoint.not_ends_with:
-        wrong_shape = path.endswith(endpoint.not_ends_with)
+    if root.ends_with:
+        wrong_shape = not path.endswith(root.ends_with)
+    elif root.not_ends_with:
+        wrong_shape = path.endswith(root.not_ends_with)
     else:
         wrong_shape = bool(path)
-    shape = _shape(provider)
+    shape = _shape(provider, root)
     if error.status_code == 404:
         if wrong_shape:
             return f"HTTP 404 from {url}: that is not the API root; {shape}"
@@ -235,16 +173,21 @@ def endpoint_hint(provider: str, error: ProviderError, url: str) -> str | None:
     return None
 
 
-def _shape(provider: str) -> str:
-    endpoint = ENDPOINTS[provider]
-    if endpoint.ends_with:
-        words = f"{provider} expects the root ending in {endpoint.ends_with}"
-    elif endpoint.not_ends_with:
-        words = f"{provider} expects the server root, without {endpoint.not_ends_with}"
+def _root(provider: str) -> ApiRoot | None:
+    """The API root facts of the ``--provider`` choice ``provider``, from its spec."""
+    spec = _providers().get(provider)
+    return None if spec is None else spec.api_root
+
+
+def _shape(provider: str, root: ApiRoot) -> str:
+    if root.ends_with:
+        words = f"{provider} expects the root ending in {root.ends_with}"
+    elif root.not_ends_with:
+        words = f"{provider} expects the server root, without {root.not_ends_with}"
     else:
         words = f"{provider} expects the endpoint URL with no path"
-    local = f" (a local server: {endpoint.local})" if endpoint.local else ""
-    return f"{words}, like {endpoint.example}{local}"
+    local = f" (a local server: {root.local})" if root.local else ""
+    return f"{words}, like {root.default}{local}"
 
 
 _NO_CONNECTION = frozenset(
@@ -346,9 +289,13 @@ def _stop_when_reader_leaves(error: Exception, chunk: object) -> None:
     """``on_callback_error`` for the CLI: a broken pipe stops the run, anything else is logged."""
     if isinstance(error, BrokenPipeError):
         raise _ReaderLeft("standard output was closed") from error
-    logging.getLogger("reasoning_stream").warning(
+    logging.getLogger("reasoning_stream.callbacks").warning(
         "streaming callback raised; the stream goes on", exc_info=error
     )
+
+
+_QUIET_LOGGERS = ("reasoning_stream", "reasoning_stream.callbacks", "reasoning_stream.pipe")
+"""Where a record about the reader having left can be logged."""
 
 
 class _QuietBrokenPipe(logging.Filter):
@@ -402,15 +349,18 @@ def chat(
     err = err or sys.stderr
     notes = _Notes(err)
     quiet = _QuietBrokenPipe()
-    logger = logging.getLogger("reasoning_stream")
-    logger.addFilter(quiet)
+    # A logger's filter sees only the records logged on that logger itself, not its children's.
+    loggers = [logging.getLogger(name) for name in _QUIET_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(quiet)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", UserWarning)
             warnings.showwarning = notes.showwarning
             return _chat(args, out, err, notes)
     finally:
-        logger.removeFilter(quiet)
+        for logger in loggers:
+            logger.removeFilter(quiet)
 
 
 def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -> int:

@@ -9,19 +9,36 @@ requested, so it may make itself the current context (an OpenTelemetry span, say
 that nest inside it (the pipes of a Pipeline) see it as their parent. It returns a scope whose
 ``run_finished`` is called once, on the same task, with the result (``PipeResult`` or
 ``PipelineResult``, ``None`` when the run failed before it had one) and the error that ends the
-run, if any. Observers never break a run: what they raise is logged and dropped.
+run, if any. A scope may also have ``retrying(attempt, delay, error)`` (see
+:class:`RetryingScope`): a pipe calls it before each retry of the same run. It is optional, looked
+up once per run, so a scope without it keeps working. Observers never break a run: what they
+raise is logged and dropped.
+
+The ``DEBUG`` lines of ``reasoning_stream.pipe`` and ``reasoning_stream.pipeline`` (a run's start
+and end) come from a scope of this module, added only while that logger is enabled for ``DEBUG``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ._pipe import Pipe, PipeResult, Prompt
     from ._pipeline import Pipeline, PipelineResult
 
-__all__ = ["RunObserver", "RunScope", "add_run_observer", "finish", "remove_run_observer", "start"]
+__all__ = [
+    "RetryHook",
+    "RetryingScope",
+    "RunObserver",
+    "RunScope",
+    "add_run_observer",
+    "finish",
+    "remove_run_observer",
+    "retrying",
+    "start",
+]
 
 logger = logging.getLogger("reasoning_stream.observers")
 
@@ -33,6 +50,22 @@ class RunScope(Protocol):
         self, result: PipeResult | PipelineResult | None, error: BaseException | None
     ) -> None:
         """The run ended with ``result`` (and ``error`` when it raised)."""
+
+
+class RetryingScope(RunScope, Protocol):
+    """A scope that also hears of retries (the method is optional on a :class:`RunScope`)."""
+
+    def retrying(self, attempt: int, delay: float, error: BaseException | None) -> None:
+        """Retry number ``attempt`` (1, 2, ...) of the run starts in ``delay`` seconds.
+
+        ``error`` is the failure being retried (``Pipe.set_retries``), or ``None`` for an
+        exhaustion retry (``set_exhaustion_retry``: the model spent its whole output budget on
+        reasoning, and the pipe asks again with less; ``delay`` is then 0).
+        """
+
+
+RetryHook = Callable[[int, float, "BaseException | None"], None]
+"""A scope's bound ``retrying`` method."""
 
 
 class RunObserver(Protocol):
@@ -59,11 +92,16 @@ def remove_run_observer(observer: RunObserver) -> None:
 
 
 def start(runner: Pipe | Pipeline, prompt: Prompt) -> list[RunScope] | None:
-    """Tell every observer a run begins; ``None`` (and no work) when there are none."""
+    """Tell every observer a run begins; ``None`` (and no work) when there are none.
+
+    Sets ``runner._retry_hooks``: the ``retrying`` methods of the scopes that have one.
+    """
     observers = _observers
-    if not observers:
+    debug = runner._logger.isEnabledFor(logging.DEBUG)
+    if not observers and not debug:
+        runner._retry_hooks = None
         return None
-    scopes: list[RunScope] = []
+    scopes: list[RunScope] = [_LogScope(runner)] if debug else []
     for observer in observers:
         try:
             scope = observer.run_started(runner, prompt)
@@ -72,7 +110,20 @@ def start(runner: Pipe | Pipeline, prompt: Prompt) -> list[RunScope] | None:
             continue
         if scope is not None:
             scopes.append(scope)
+    hooks = [hook for scope in scopes if (hook := getattr(scope, "retrying", None)) is not None]
+    runner._retry_hooks = tuple(hooks) or None
     return scopes
+
+
+def retrying(
+    hooks: tuple[RetryHook, ...], attempt: int, delay: float, error: BaseException | None
+) -> None:
+    """Tell each scope of a run that has a ``retrying`` method that a retry begins."""
+    for hook in hooks:
+        try:
+            hook(attempt, delay, error)
+        except Exception:
+            logger.warning("run observer scope hook %r raised in retrying", hook, exc_info=True)
 
 
 def finish(
@@ -88,3 +139,29 @@ def finish(
             scope.run_finished(result, error)
         except Exception:
             logger.warning("run observer scope %r raised in run_finished", scope, exc_info=True)
+
+
+class _LogScope:
+    """The ``DEBUG`` lines of a run: its start (never the prompt) and its end."""
+
+    __slots__ = ("runner",)
+
+    def __init__(self, runner: Pipe | Pipeline) -> None:
+        self.runner = runner
+        log = runner._logger
+        pipes = getattr(runner, "pipes", None)
+        if pipes is None:
+            name, provider, model = (
+                getattr(runner, a, None) for a in ("name", "provider", "model")
+            )
+            log.debug("run start: pipe=%s provider=%s model=%s", name, provider, model)
+        else:
+            log.debug("run start: pipeline of %d: %s", len(pipes), [p.name for p in pipes])
+
+    def run_finished(
+        self, result: PipeResult | PipelineResult | None, error: BaseException | None
+    ) -> None:
+        status = getattr(result, "status", None) if result is not None else None
+        usage = getattr(result, "usage", None)
+        failed = None if error is None else type(error).__name__
+        self.runner._logger.debug("run end: status=%s usage=%s error=%s", status, usage, failed)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import sys
 import threading
 import time
@@ -71,6 +72,8 @@ __all__ = [
 ]
 
 Prompt: TypeAlias = "str | Sequence[Mapping[str, Any]]"
+
+logger = logging.getLogger("reasoning_stream.pipe")
 
 _RETRY_STATUSES = frozenset({408, 409, 429, 529})
 _CLAIMS = threading.Lock()
@@ -130,6 +133,8 @@ class Pipe:
     """The base URL or region the pipe talks to, for provider pipes."""
     closing_timeout: float = 0.2
     """Seconds each async callback gets for a closing chunk after the run was cancelled."""
+    _logger = logger
+    _retry_hooks: tuple[_observers.RetryHook, ...] | None = None
 
     def __init__(
         self,
@@ -192,6 +197,25 @@ class Pipe:
         if error.retry_after is not None:
             return min(max(error.retry_after, 0.0), self._retry_max_delay)
         return float(min(self._retry_backoff * 2**attempt, self._retry_max_delay))
+
+    def _retrying(self, attempt: int, delay: float, error: BaseException | None) -> None:
+        """Retry number ``attempt`` begins in ``delay`` s: log it, tell the run's observers.
+
+        ``error`` is ``None`` for an exhaustion retry. The line names the error's class and
+        status code, never its message or body.
+        """
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "%s: retry %d in %.3f s after %s (status %s)",
+                self.name,
+                attempt,
+                delay,
+                "reasoning exhausted" if error is None else type(error).__name__,
+                getattr(error, "status_code", None),
+            )
+        hooks = self._retry_hooks
+        if hooks:
+            _observers.retrying(hooks, attempt, delay, error)
 
     def set_stream_model_reasoning(self, on: bool) -> Self:
         """Gate reasoning bytes (and markers) to the callbacks; capture is unaffected."""
@@ -517,7 +541,9 @@ class Pipe:
                 delay = self._retry_delay(error, attempt, channel.handed)
                 if delay is None:
                     raise
+                failure: ProviderError = error
             attempt += 1
+            self._retrying(attempt, delay, failure)
             time.sleep(delay)
 
     async def _aattempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
@@ -531,7 +557,9 @@ class Pipe:
                 delay = self._retry_delay(error, attempt, channel.handed)
                 if delay is None:
                     raise
+                failure: ProviderError = error
             attempt += 1
+            self._retrying(attempt, delay, failure)
             await anyio.sleep(delay)
 
     def _attempt(self, channel: Channel, prompt: Prompt) -> PipeResult:

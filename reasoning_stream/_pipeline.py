@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Self
 
@@ -52,6 +53,9 @@ class Pipeline:
     >>> pipeline.run("go").text
     'draft!'
     """
+
+    _logger = logging.getLogger("reasoning_stream.pipeline")
+    _retry_hooks: tuple[_observers.RetryHook, ...] | None = None
 
     def __init__(self, *pipes: Pipe | Pipeline) -> None:
         flat: list[Pipe] = []

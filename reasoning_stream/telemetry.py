@@ -91,6 +91,7 @@ TOKEN_TYPE = "gen_ai.token.type"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 ERROR_TYPE = "error.type"
+RETRY_EVENT = "reasoning_stream.retry"
 
 OUR_PROVIDER = "reasoning_stream.provider"
 PIPE_NAME = "reasoning_stream.pipe.name"
@@ -348,6 +349,17 @@ class _Scope:
                     span.set_status(Status(StatusCode.ERROR, _description(error)))
             finally:
                 span.end()
+
+    def retrying(self, attempt: int, delay: float, error: BaseException | None) -> None:
+        """A span event per retry: its number, the wait, and what it retries after."""
+        self.span.add_event(
+            RETRY_EVENT,
+            {
+                "reasoning_stream.retry.attempt": attempt,
+                "reasoning_stream.retry.delay": delay,
+                ERROR_TYPE: _error_type(error) or "reasoning_exhausted",
+            },
+        )
 
     def _record(self, result: PipeResult | None, error_type: str | None, duration: float) -> None:
         instruments = self.observer.instruments

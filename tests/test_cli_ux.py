@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from reasoning_stream import ReasoningStream
 from reasoning_stream.__main__ import build_parser, main
-from reasoning_stream._cli import ENDPOINTS, PROVIDERS, summary_line, wrap_parts
+from reasoning_stream._cli import PROVIDERS, CommandError, build_pipe, summary_line, wrap_parts
 from reasoning_stream._render import color_wanted
+from reasoning_stream.providers._spec import ApiRoot
 from reasoning_stream.testing import Reply, Transcript, WireServer
 from tests.providers import oneshot_content as content
 
@@ -235,9 +236,11 @@ def test_max_tokens_reaches_every_provider_in_its_own_field(
 
 
 def test_max_tokens_for_openai_itself_is_max_completion_tokens() -> None:
-    options = ENDPOINTS["openai"].max_tokens(99, None)
+    max_tokens = PROVIDERS["openai"].max_tokens
+    assert max_tokens is not None
+    options = max_tokens(99, None)
     assert options == {"extra_body": {"max_completion_tokens": 99}}
-    assert ENDPOINTS["openai"].max_tokens(99, "https://api.openai.com/v1") == options
+    assert max_tokens(99, "https://api.openai.com/v1") == options
 
 
 @pytest.mark.usefixtures("aws")
@@ -348,6 +351,13 @@ def test_a_reasoning_warning_prints_as_one_line_in_a_fresh_process() -> None:
 
 # -------------------------------------------------------------------- endpoints and errors
 
+
+def _root(provider: str) -> ApiRoot:
+    root = PROVIDERS[provider].api_root
+    assert root is not None, provider
+    return root
+
+
 WRONG_ROOTS = {
     "openai": ("", "/v1"),
     "responses": ("", "/v1"),
@@ -373,7 +383,7 @@ def test_a_404_from_a_base_url_without_its_root_names_the_url_and_the_root(
     error, hint = err.splitlines()
     assert error.startswith("reasoning-stream: ")
     assert hint.startswith(f"reasoning-stream: HTTP 404 from {url}: that is not the API root;")
-    assert expected in hint and ENDPOINTS[provider].example in hint
+    assert expected in hint and _root(provider).default in hint
 
 
 @pytest.mark.usefixtures("aws")
@@ -406,17 +416,18 @@ def test_a_connection_error_names_the_url_and_the_root(
     assert status == 1 and "Traceback" not in err
     hint = err.splitlines()[-1]
     assert hint.startswith(f"reasoning-stream: cannot connect to {url}; {provider} expects")
-    assert ENDPOINTS[provider].example in hint
+    assert _root(provider).default in hint
 
 
 def test_the_readme_documents_every_base_url_shape() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Base URLs", 1)[1].split("\n## ", 1)[0]
-    for provider, endpoint in ENDPOINTS.items():
+    for provider in PROVIDERS:
+        root = _root(provider)
         row = next(line for line in section.splitlines() if line.startswith(f"| `{provider}`"))
-        assert endpoint.example in row, provider
-        if endpoint.env:
-            assert endpoint.env in row, provider
+        assert root.default in row, provider
+        if root.env:
+            assert root.env in row, provider
 
 
 # ----------------------------------------------------------------------- status and width
@@ -577,5 +588,32 @@ def test_wherever_the_reader_leaves_the_run_stops_quietly(
 
 
 def test_every_registered_provider_has_its_endpoint_facts() -> None:
-    """A provider added to the registry needs its row in ``ENDPOINTS`` (and the README)."""
-    assert set(ENDPOINTS) == set(PROVIDERS)
+    """A provider added to the registry needs its API root and ``--max-tokens`` option on its
+    ``ProviderSpec`` (and its row in the README's Base URLs table), and core names none."""
+    for name, spec in PROVIDERS.items():
+        assert spec.api_root is not None and spec.max_tokens is not None, name
+        assert spec.api_root.default.startswith(("http://", "https://")), name
+        assert spec.max_tokens(7, None), name  # some option carries the limit
+    cli = (Path(__file__).resolve().parent.parent / "reasoning_stream" / "_cli.py").read_text()
+    for host in ("api.openai.com", "anthropic.com", "localhost:11434", "openrouter.ai"):
+        assert host not in cli, host
+
+
+KEYS = {"OPENROUTER_API_KEY": "k", "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k",
+        "GEMINI_API_KEY": "k", "AWS_REGION": "us-east-1"}  # fmt: skip
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_a_pipe_constructor_error_names_the_provider_once(provider: str) -> None:
+    """A pipe's ValueError that names its provider gets no second ``"{provider}: "`` prefix;
+    one that does not name it gets the prefix."""
+    spec = PROVIDERS[provider]
+    if provider not in ("gemini", "ollama", "openrouter"):  # where reasoning=0 means off
+        with pytest.raises(CommandError) as caught:
+            build_pipe(provider, "m", reasoning=0, environ=KEYS)  # the message names it
+        message = str(caught.value)
+        assert f"{spec.id} model 'm'" in message, message
+        assert not message.startswith(f"{provider}: "), message
+    with pytest.raises(CommandError) as caught:
+        build_pipe(provider, "m", reasoning=-1, environ=KEYS)  # this one does not
+    assert str(caught.value).startswith(f"{provider}: reasoning=-1"), caught.value

@@ -26,6 +26,7 @@ import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypedDict
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -46,14 +47,14 @@ from .._exceptions import ProviderError, ReasoningStreamError, UsageError
 from .._history import HistoryTurn, check_passback, check_prompt, history_turns
 from .._messages import strip_inert_keys
 from .._pipe import Pipe, Prompt
+from .._pipe import logger as pipe_logger
 from ._errors import provider_error, redact_exception_chain
-from ._spec import spec
+from ._spec import logger_for, spec
 from ._transports import AsyncSource, Source
 
 if TYPE_CHECKING:
     from .._channel import Channel
 
-logger = logging.getLogger("reasoning_stream")
 
 __all__ = ["EndpointOptions", "PipeOptions", "ProviderPipe", "Translator", "require"]
 
@@ -462,6 +463,15 @@ class ProviderPipe(Pipe, metaclass=_Validated):
         """A fresh translator for one response."""
         raise NotImplementedError
 
+    def log_request(self, path: str, body: Mapping[str, Any], method: str = "POST") -> None:
+        """One ``DEBUG`` line on the provider's logger per request: the method, the path
+        (``path`` may be a URL: never its host or query), the model and the body's keys,
+        never a value (messages, keys and opaque state stay out of logs)."""
+        log = logger_for(self.provider)
+        if log.isEnabledFor(logging.DEBUG):
+            where = urlsplit(path).path or path
+            log.debug("%s %s model=%s body keys=%s", method, where, self.model, sorted(body))
+
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """Send the request for ``prompt`` with a sync client; the response's chunks."""
         raise NotImplementedError
@@ -665,7 +675,7 @@ class _Descent:
         plan = pipe.lower_reasoning_plan()
         if plan is None:
             return False
-        logger.info(
+        pipe_logger.info(
             "%s: the model spent its whole output budget on reasoning; asking again with "
             "reasoning=%r",
             pipe.name,
@@ -673,6 +683,7 @@ class _Descent:
         )
         self.earlier.append(result)
         pipe.reasoning = plan.reasoning
+        pipe._retrying(len(self.earlier), 0.0, None)
         return True
 
     def finished(self, result: PipeResult) -> PipeResult:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._exceptions import MalformedStreamError, ProviderError
+from ._spec import logger_for
 
 __all__ = [
     "build_error",
@@ -53,12 +55,21 @@ def build_error(
     return cls(message, provider=provider, status_code=status, retry_after=retry_after, body=body)
 
 
-def retry_after_seconds(headers: Any) -> float | None:
+def retry_after_seconds(headers: Any, provider: str | None = None) -> float | None:
     """Seconds to wait before retrying, from ``retry-after-ms`` or ``Retry-After``.
 
     ``Retry-After`` may be a number of seconds or an HTTP date; ``None`` when absent or
-    unreadable.
+    unreadable. A value read is a ``DEBUG`` line on ``provider``'s logger (the seconds only).
     """
+    seconds = _retry_after(headers)
+    if seconds is not None:
+        log = logger_for(provider)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("Retry-After: %.3f s", seconds)
+    return seconds
+
+
+def _retry_after(headers: Any) -> float | None:
     if headers is None:
         return None
     try:
@@ -121,7 +132,7 @@ def provider_error(
         summary,
         detail=detail,
         status=status if isinstance(status, int) else None,
-        retry_after=retry_after_seconds(headers),
+        retry_after=retry_after_seconds(headers, provider),
         body=body,
         malformed=malformed,
     )
@@ -149,7 +160,7 @@ def http_error(provider: str, response: Any) -> ProviderError:
         message,
         detail=f"HTTP {status}",
         status=status,
-        retry_after=retry_after_seconds(response.headers),
+        retry_after=retry_after_seconds(response.headers, provider),
         body=detail,
     )
     error.__cause__ = httpx.HTTPStatusError(

@@ -10,6 +10,7 @@ Importing this module imports no provider package; :func:`spec` imports one when
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,17 @@ if TYPE_CHECKING:
     from .._pipe import Pipe
     from .._preflight import PassbackProblem, PreflightTurn
 
-__all__ = ["Demo", "ProviderSpec", "by_name", "provider_ids", "spec", "specs"]
+__all__ = [
+    "ApiRoot",
+    "Demo",
+    "MaxTokens",
+    "ProviderSpec",
+    "by_name",
+    "logger_for",
+    "provider_ids",
+    "spec",
+    "specs",
+]
 
 # provider id -> package under reasoning_stream.providers: one line per provider.
 _REGISTRY: dict[str, str] = {
@@ -49,6 +60,33 @@ class Demo:
 
 
 @dataclass(frozen=True, slots=True)
+class ApiRoot:
+    """Where a provider's API lives and the shape a base URL for it must have.
+
+    The CLI defaults ``--base-url`` to ``default``, and names the shape when a request gets a
+    404 or never connects (a root missing from the URL, or doubled in it).
+
+    Attributes:
+        default: the provider's own API root (``https://api.openai.com/v1``).
+        env: the variable the SDK or the pipe reads a base URL from, if any.
+        ends_with: the path a base URL must end with (``/v1``); empty when it is a server root.
+        not_ends_with: a path the client adds itself, so a base URL must not end with it
+            (``/v1`` for Anthropic). With neither set, a base URL has no path at all.
+        local: a local server's base URL of that shape, when there is a usual one.
+    """
+
+    default: str
+    env: str | None = None
+    ends_with: str = ""
+    not_ends_with: str = ""
+    local: str = ""
+
+
+MaxTokens = Callable[[int, str | None], dict[str, Any]]
+"""``(n, base_url) -> constructor options`` that cap the output at ``n`` tokens."""
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderSpec:
     """Everything core needs to know about one provider API.
 
@@ -67,6 +105,9 @@ class ProviderSpec:
             in the request ``pipe`` would build from ``turns`` (see ``_preflight``).
         repair: ``(pipe, turns) -> (turns, notes)``: the turns with what the provider's docs
             say to drop or fill dropped or filled, and a sentence per change.
+        api_root: its API root and the shape of a base URL (see :class:`ApiRoot`).
+        max_tokens: ``(n, base_url) -> options``: the pipe constructor's options that cap the
+            output at ``n`` tokens (``--max-tokens``); ``base_url`` is the one the pipe gets.
     """
 
     id: str
@@ -83,6 +124,8 @@ class ProviderSpec:
     repair: Callable[[Any, Sequence[PreflightTurn]], tuple[list[HistoryTurn], list[str]]] | None = (
         None
     )
+    api_root: ApiRoot | None = None
+    max_tokens: MaxTokens | None = None
 
     def pipe_class(self) -> Any:
         """The pipe class (imported on demand)."""
@@ -108,6 +151,13 @@ def spec(provider_id: str | None) -> ProviderSpec | None:
 def specs() -> list[ProviderSpec]:
     """Every provider's spec, in table order."""
     return [found for found in map(spec, _REGISTRY) if found is not None]
+
+
+def logger_for(provider_id: str | None) -> logging.Logger:
+    """The logger of the provider ``provider_id``: ``reasoning_stream.providers.<package>``
+    (``reasoning_stream.providers`` itself for an id the registry does not know)."""
+    package = _REGISTRY.get(provider_id or "")
+    return logging.getLogger(f"{__package__}.{package}" if package else str(__package__))
 
 
 def by_name(name: str) -> ProviderSpec | None:

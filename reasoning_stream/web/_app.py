@@ -136,7 +136,7 @@ def create_app(
             except Exception:  # the run's end and status are in the stream's final entry
                 import logging
 
-                logging.getLogger("reasoning_stream").info(
+                logging.getLogger("reasoning_stream.web").info(
                     "run %r ended with an error", stream_id, exc_info=True
                 )
 

@@ -83,7 +83,9 @@ async def test_resuming_past_retention_is_a_clear_error(
     url = request.getfixturevalue("redis_url") if kind == "redis" else None
     hub = make_hub(kind, url, maxlen=5)
     stream_id = new_id()
-    hub.run(stream_id, ScriptedPipe([TextDelta(f"{n} ") for n in range(400)]), "go")
+    await anyio.to_thread.run_sync(
+        hub.run, stream_id, ScriptedPipe([TextDelta(f"{n} ") for n in range(400)]), "go"
+    )
     entries = hub.read(stream_id)
     assert entries[-1].final and len(entries) < 400
     with pytest.raises(StreamExpiredError, match="trimmed"):
@@ -103,7 +105,7 @@ async def test_an_expired_stream_is_a_clear_error(
     url = request.getfixturevalue("redis_url") if kind == "redis" else None
     hub = make_hub(kind, url, ttl=1 if kind == "redis" else 0.05)
     stream_id = new_id()
-    hub.run(stream_id, ScriptedPipe([TextDelta("gone soon")]), "go")
+    await anyio.to_thread.run_sync(hub.run, stream_id, ScriptedPipe([TextDelta("gone soon")]), "go")
     last = hub.read(stream_id)[0].id
     await anyio.sleep(1.3 if kind == "redis" else 0.1)
     assert hub.read(stream_id) == []
@@ -113,14 +115,14 @@ async def test_an_expired_stream_is_a_clear_error(
         async for _ in hub.subscribe(stream_id, after=last):
             pass
     # The id is free again once the stream expired.
-    hub.run(stream_id, ScriptedPipe([TextDelta("again")]), "go")
+    await anyio.to_thread.run_sync(hub.run, stream_id, ScriptedPipe([TextDelta("again")]), "go")
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("bad", ["", "abc", "0", "-1", "1-2-3", "0-0", "1e3", " 1"])
 async def test_malformed_ids_are_rejected(hub: Hub, bad: str) -> None:
     stream_id = new_id()
-    hub.run(stream_id, ScriptedPipe([TextDelta("x")]), "go")
+    await anyio.to_thread.run_sync(hub.run, stream_id, ScriptedPipe([TextDelta("x")]), "go")
     with pytest.raises(InvalidEntryIdError):
         hub.read(stream_id, after=bad)
     with pytest.raises(InvalidEntryIdError):

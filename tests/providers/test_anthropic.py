@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
+import anyio
 import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -89,7 +90,7 @@ class Drive:
 
     async def run(self, pipe: AnthropicPipe, prompt: Any) -> PipeResult:
         if self.flavour == "sync":
-            return pipe.run(prompt)
+            return await anyio.to_thread.run_sync(pipe.run, prompt)
         return await pipe.arun(prompt)
 
 
@@ -502,7 +503,7 @@ async def test_run_with_only_an_async_client_says_what_to_do(anyio_backend: str)
     client = anthropic.AsyncAnthropic(api_key="k")
     pipe = AnthropicPipe(MODEL, client=client)
     with pytest.raises(UsageError, match="arun"):
-        pipe.run("hi")
+        await anyio.to_thread.run_sync(pipe.run, "hi")
     assert pipe.last_result is not None and pipe.last_result.status == "error"
     await client.close()
 

@@ -74,7 +74,10 @@ async def drive(flavour: str, build: Build, server: WireServer, stream: bool) ->
     chunks: list[str] = []
     pipe.set_streaming_callback(chunks.append)
     try:
-        result = pipe.run("weather?") if flavour == "sync" else await pipe.arun("weather?")
+        if flavour == "sync":
+            result = await anyio.to_thread.run_sync(pipe.run, "weather?")
+        else:
+            result = await pipe.arun("weather?")
     finally:
         pipe.close()
         await close_client(pipe.client)

@@ -658,7 +658,7 @@ async def test_run_with_only_an_async_client_is_a_usage_error() -> None:
         pipe = OpenAIResponsesPipe(MODEL, client=client)
         assert pipe.endpoint == server.url + "/v1"
         with pytest.raises(UsageError, match="arun"):
-            pipe.run("hi")
+            await anyio.to_thread.run_sync(pipe.run, "hi")
     assert server.requests == []
 
 

@@ -411,7 +411,7 @@ async def test_async_client_with_run_is_a_usage_error() -> None:
     async with httpx.AsyncClient(verify=False) as client:
         pipe = OpenRouterPipe("m", client=client)
         with pytest.raises(UsageError, match="arun"):
-            pipe.run("Hi")
+            await anyio.to_thread.run_sync(pipe.run, "Hi")
 
 
 def test_retry_after_forms() -> None:

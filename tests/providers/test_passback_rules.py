@@ -531,6 +531,23 @@ def test_rule_3_manual_budget_with_tools_sends_the_interleaved_beta(
         assert ("interleaved-thinking-2025-05-14" in sent) is beta
 
 
+def test_rule_3_the_lean_transport_sends_the_same_beta() -> None:
+    """``transport="httpx"`` builds its own headers: the beta goes out there too."""
+    with WireServer("anthropic_interleaved_tool", "anthropic_tool_answer") as server:
+        pipe = AnthropicPipe(
+            "claude-sonnet-4-5",
+            transport="httpx",
+            base_url=server.url,
+            api_key=KEY,
+            thinking=THINKING,
+            extra_body={"tools": [WEATHER_TOOL]},
+        )
+        tool_loop(pipe).run(pipe)
+    assert len(server.requests) == 2
+    for request in server.requests:
+        assert "interleaved-thinking-2025-05-14" in request.headers.get("anthropic-beta", "")
+
+
 def test_rule_3_no_tools_no_beta() -> None:
     """Without tools there is nothing to interleave: no beta header."""
     with (

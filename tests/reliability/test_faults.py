@@ -164,7 +164,7 @@ def test_connection_refused(target_name: str, flavour: Flavour, no_resource_warn
         built = target.build(url, flavour, 2.0, target.showcase)
         try:
             if flavour == "sync":
-                built.pipe.run("hi")
+                await anyio.to_thread.run_sync(built.pipe.run, "hi")
             else:
                 await built.pipe.arun("hi")
         finally:

@@ -224,7 +224,7 @@ async def run_own(target: Target, url: str, name: str, flavour: Flavour) -> tupl
     error: ReasoningStreamError | None = None
     try:
         if flavour == "sync":
-            pipe.run("hi")
+            await anyio.to_thread.run_sync(pipe.run, "hi")
         else:
             await pipe.arun("hi")
     except ReasoningStreamError as raised:
@@ -293,7 +293,7 @@ def test_api_key_stays_out_of_a_refused_connection(
         built = target.build(url, flavour, 2.0, target.showcase)
         try:
             if flavour == "sync":
-                built.pipe.run("hi")
+                await anyio.to_thread.run_sync(built.pipe.run, "hi")
             else:
                 await built.pipe.arun("hi")
         except ReasoningStreamError as raised:

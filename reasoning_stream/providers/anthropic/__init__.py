@@ -27,7 +27,7 @@ from .._errors import (
     retry_after_seconds,
 )
 from .._oneshot import apost_json, post_json
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import (
     SKIP,
     AsyncSource,
@@ -181,6 +181,7 @@ class AnthropicPipe(ProviderPipe):
 
     def _create_arguments(self, prompt: Prompt | Any) -> dict[str, Any]:
         body = self.build_request(prompt)
+        self.log_request("/v1/messages", body)
         headers = self.request_headers(body)
         arguments: dict[str, Any] = {name: body.pop(name) for name in _NAMED_ARGUMENTS}
         arguments["stream"] = True
@@ -262,6 +263,8 @@ class AnthropicPipe(ProviderPipe):
         elif token:
             headers["authorization"] = f"Bearer {token}"
         body = self.build_request(prompt)
+        self.log_request("/v1/messages", body)
+        headers.update(self.request_headers(body))
         body["stream"] = True
         return {
             "url": url,
@@ -388,5 +391,7 @@ SPEC = ProviderSpec(
     preflight=request.preflight,
     repair=request.repair,
     demo=Demo("anthropic_thinking", "claude-sonnet-4-6", _demo_pipe),
+    api_root=ApiRoot("https://api.anthropic.com", "ANTHROPIC_BASE_URL", not_ends_with="/v1"),
+    max_tokens=lambda n, url: {"max_tokens": n},
 )
 """The Anthropic Messages API."""

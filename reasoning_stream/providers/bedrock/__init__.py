@@ -44,7 +44,7 @@ from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
 from .._driver import PipeOptions, ProviderPipe, require
 from .._errors import build_error, provider_error, retry_after_seconds
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import AsyncSource, Source, aevent_stream_source, event_stream_source
 from ..anthropic.effort import keeps_earlier_thinking
 from ..anthropic.request import INTERLEAVED_BETA, needs_interleaved_beta, thinking_turned_off
@@ -108,7 +108,7 @@ def bedrock_error(error: BaseException, provider: str = PROVIDER) -> ProviderErr
         if status is None:
             status = _STREAM_ERROR_STATUS.get(code.lower())
         headers = metadata.get("HTTPHeaders") or {}
-        retry_after = retry_after_seconds(headers)
+        retry_after = retry_after_seconds(headers, provider)
         return build_error(
             provider,
             text,
@@ -360,6 +360,8 @@ class BedrockPipe(ProviderPipe):
     def _open(self, client: Any, prompt: Prompt | Any) -> tuple[Any, str | None]:
         """Send the request; the open event stream and the AWS request id (blocks)."""
         request = self.build_request(prompt)
+        operation = "converse-stream" if self.api == "converse" else "invoke-with-response-stream"
+        self.log_request(f"/model/{self.model_id}/{operation}", request)
         if self.api == "converse":
             response = client.converse_stream(**request)
             stream = response["stream"]
@@ -380,6 +382,7 @@ class BedrockPipe(ProviderPipe):
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """``converse`` or ``invoke_model`` (non-streaming); boto3's response, body read."""
         request = self.build_request(prompt)
+        self.log_request(f"/model/{self.model_id}/{self.api}", request)
         if self.api == "converse":
             return client.converse(**request)
         response = dict(client.invoke_model(**request))
@@ -439,5 +442,9 @@ SPEC = ProviderSpec(
     preflight=bedrock_request.preflight,
     repair=bedrock_request.repair,
     demo=Demo("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6", _demo_pipe),
+    api_root=ApiRoot(
+        "https://bedrock-runtime.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
+    ),
+    max_tokens=lambda n, url: {"max_tokens": n},
 )
 """Amazon Bedrock (ConverseStream and InvokeModelWithResponseStream)."""

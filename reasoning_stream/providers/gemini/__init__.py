@@ -43,7 +43,7 @@ from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe
 from .._errors import build_error, retry_after_seconds
 from .._oneshot import apost_json, post_json
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
     Source,
@@ -67,7 +67,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 
 def _retry_after(response: httpx.Response, error: Mapping[str, Any] | None) -> float | None:
-    seconds = retry_after_seconds(response.headers)
+    seconds = retry_after_seconds(response.headers, "gemini")
     if seconds is not None:
         return seconds
     details = error.get("details") if error is not None else None
@@ -236,6 +236,7 @@ class GeminiPipe(ProviderPipe):
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """POST ``streamGenerateContent?alt=sse`` and read its events."""
         body = self.build_request(prompt)
+        self.log_request(self.url, body)
         return sse_source(
             iter_sse_json(
                 client,
@@ -251,6 +252,7 @@ class GeminiPipe(ProviderPipe):
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
         """Async twin of :meth:`open_stream`."""
         body = self.build_request(prompt)
+        self.log_request(self.url, body)
         return asse_source(
             aiter_sse_json(
                 client,
@@ -264,6 +266,11 @@ class GeminiPipe(ProviderPipe):
         )
 
     # ------------------------------------------------------------------------- one-shot
+
+    def _logged(self, prompt: Prompt | Any) -> dict[str, Any]:
+        body = self.build_request(prompt)
+        self.log_request(self.oneshot_url, body)
+        return body
 
     @property
     def oneshot_url(self) -> str:
@@ -280,7 +287,7 @@ class GeminiPipe(ProviderPipe):
         return post_json(
             client,
             self.oneshot_url,
-            body=self.build_request(prompt),
+            body=self._logged(prompt),
             headers=self._oneshot_headers(),
             provider=self.provider or "gemini",
             status_error=_status_error,
@@ -291,7 +298,7 @@ class GeminiPipe(ProviderPipe):
         return await apost_json(
             client,
             self.oneshot_url,
-            body=self.build_request(prompt),
+            body=self._logged(prompt),
             headers=self._oneshot_headers(),
             provider=self.provider or "gemini",
             status_error=_status_error,
@@ -318,5 +325,9 @@ SPEC = ProviderSpec(
     preflight=request.preflight,
     repair=request.repair,
     demo=Demo("gemini_reasoning", "gemini-2.5-flash", _demo_pipe),
+    api_root=ApiRoot(
+        "https://generativelanguage.googleapis.com/v1beta", "GEMINI_BASE_URL", ends_with="/v1beta"
+    ),
+    max_tokens=lambda n, url: {"extra_body": {"generationConfig": {"maxOutputTokens": n}}},
 )
 """The Gemini API (native ``streamGenerateContent``)."""

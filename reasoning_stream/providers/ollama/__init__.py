@@ -33,7 +33,7 @@ from .._errors import (
     retry_after_seconds,
 )
 from .._oneshot import apost_json, post_json
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
     Source,
@@ -220,6 +220,7 @@ class OllamaPipe(ProviderPipe):
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """The SDK's lazy NDJSON generator (the request goes out on the first read)."""
         call = self.build_request(prompt)
+        self.log_request(f"/api/{self.api}", call)
         self.last_server_timings = None
         if self.transport == "httpx":
             return ndjson_source(iter_ndjson(client, **self._lean_request(call)))
@@ -228,6 +229,7 @@ class OllamaPipe(ProviderPipe):
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
         """Async twin of :meth:`open_stream`."""
         call = self.build_request(prompt)
+        self.log_request(f"/api/{self.api}", call)
         self.last_server_timings = None
         if self.transport == "httpx":
             return andjson_source(aiter_ndjson(client, **self._lean_request(call)))
@@ -256,6 +258,7 @@ class OllamaPipe(ProviderPipe):
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """The SDK call with ``"stream": false``; the one reply."""
         call = self.build_request(prompt)
+        self.log_request(f"/api/{self.api}", call)
         call["stream"] = False
         self.last_server_timings = None
         if self.transport == "httpx":
@@ -265,6 +268,7 @@ class OllamaPipe(ProviderPipe):
     async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """Async twin of :meth:`create_response`."""
         call = self.build_request(prompt)
+        self.log_request(f"/api/{self.api}", call)
         call["stream"] = False
         self.last_server_timings = None
         if self.transport == "httpx":
@@ -297,7 +301,7 @@ class OllamaPipe(ProviderPipe):
                 reason,
                 detail=f"ResponseError, {where}",
                 status=status,
-                retry_after=retry_after_seconds(getattr(response, "headers", None)),
+                retry_after=retry_after_seconds(getattr(response, "headers", None), provider),
                 body=reason,
             )
         return provider_error(provider, error)
@@ -384,5 +388,7 @@ SPEC = ProviderSpec(
     passback=_passback,
     effort=PLANNER,
     demo=Demo("ollama_chat_reasoning", "qwen3", _demo_pipe),
+    api_root=ApiRoot("http://localhost:11434", "OLLAMA_HOST", not_ends_with="/api"),
+    max_tokens=lambda n, url: {"options": {"num_predict": n}},
 )
 """Ollama's native API."""

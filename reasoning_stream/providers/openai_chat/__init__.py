@@ -14,6 +14,7 @@ import inspect
 import os
 from collections.abc import Iterable
 from typing import Any, ClassVar, Literal, Unpack
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -24,7 +25,7 @@ from ..._pipe import Pipe, Prompt
 from ..._tags import DEFAULT_TAGS, grammar_for
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._oneshot import apost_json, post_json
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
     Source,
@@ -274,6 +275,7 @@ class OpenAIChatPipe(ProviderPipe):
     def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
         """POST the request with the SDK or httpx; the stream of chunks."""
         body = self.build_request(prompt)
+        self.log_request("/chat/completions", body)
         if self.transport == "httpx":
             return sse_source(
                 iter_sse_json(
@@ -291,6 +293,7 @@ class OpenAIChatPipe(ProviderPipe):
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
         """Async twin of :meth:`open_stream`."""
         body = self.build_request(prompt)
+        self.log_request("/chat/completions", body)
         if self.transport == "httpx":
             return asse_source(
                 aiter_sse_json(
@@ -309,6 +312,7 @@ class OpenAIChatPipe(ProviderPipe):
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """One non-streaming request (no ``stream``, no ``stream_options``); the completion."""
         body = request.oneshot_body(self.build_request(prompt))
+        self.log_request("/chat/completions", body)
         if self.transport == "httpx":
             return post_json(
                 client,
@@ -322,6 +326,7 @@ class OpenAIChatPipe(ProviderPipe):
     async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
         """Async twin of :meth:`create_response`."""
         body = request.oneshot_body(self.build_request(prompt))
+        self.log_request("/chat/completions", body)
         if self.transport == "httpx":
             return await apost_json(
                 client,
@@ -364,6 +369,14 @@ def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
     return OpenAIChatPipe(model, client=client, name=name)
 
 
+def _max_tokens(n: int, base_url: str | None) -> dict[str, Any]:
+    """``--max-tokens``: OpenAI's own API wants ``max_completion_tokens`` (reasoning models
+    reject ``max_tokens``); compatible servers (DeepSeek, vLLM, llama.cpp, SGLang) document
+    ``max_tokens``."""
+    own = base_url is None or urlsplit(base_url).hostname == "api.openai.com"
+    return {"extra_body": {"max_completion_tokens" if own else "max_tokens": n}}
+
+
 SPEC = ProviderSpec(
     id="openai-chat",
     name="openai",
@@ -376,5 +389,12 @@ SPEC = ProviderSpec(
     preflight=request.preflight,
     repair=request.repair,
     demo=Demo("openai_chat_reasoning_content", "deepseek-reasoner", _demo_pipe),
+    api_root=ApiRoot(
+        "https://api.openai.com/v1",
+        "OPENAI_BASE_URL",
+        ends_with="/v1",
+        local="http://localhost:8000/v1",
+    ),
+    max_tokens=_max_tokens,
 )
 """OpenAI Chat Completions and the servers that speak it."""

@@ -22,7 +22,7 @@ from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import build_error
 from .._oneshot import apost_json, post_json
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import (
     AsyncSource,
     Source,
@@ -265,6 +265,7 @@ class OpenAIResponsesPipe(ProviderPipe):
         if self.transport == "httpx":
             return sse_source(iter_sse_json(client, **self._lean_request(client, prompt)))
         body = self.build_request(prompt)
+        self.log_request("/responses", body)
         create = client.responses.create
         return sdk_source(create(**request.sdk_arguments(create, body)))
 
@@ -273,6 +274,7 @@ class OpenAIResponsesPipe(ProviderPipe):
         if self.transport == "httpx":
             return asse_source(aiter_sse_json(client, **self._lean_request(client, prompt)))
         body = self.build_request(prompt)
+        self.log_request("/responses", body)
         create = client.responses.create
         return asdk_source(await create(**request.sdk_arguments(create, body)))
 
@@ -299,9 +301,11 @@ class OpenAIResponsesPipe(ProviderPipe):
         else:
             url = f"{DEFAULT_BASE_URL}/responses"
         key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        body = self.build_request(prompt)
+        self.log_request("/responses", body)
         return {
             "url": url,
-            "body": self.build_request(prompt),
+            "body": body,
             "headers": {"Authorization": f"Bearer {key}"} if key else {},
             "provider": self.provider or PROVIDER,
             "decode": _decode,
@@ -315,6 +319,7 @@ class OpenAIResponsesPipe(ProviderPipe):
         if self.transport == "httpx":
             return post_json(client, **self._lean_oneshot(client, prompt))
         body = self.build_request(prompt)
+        self.log_request("/responses", body)
         body.pop("stream", None)
         create = client.responses.create
         return create(**request.sdk_arguments(create, body))
@@ -324,6 +329,7 @@ class OpenAIResponsesPipe(ProviderPipe):
         if self.transport == "httpx":
             return await apost_json(client, **self._lean_oneshot(client, prompt))
         body = self.build_request(prompt)
+        self.log_request("/responses", body)
         body.pop("stream", None)
         create = client.responses.create
         return await create(**request.sdk_arguments(create, body))
@@ -406,5 +412,7 @@ SPEC = ProviderSpec(
     preflight=request.preflight,
     repair=request.repair,
     demo=Demo("openai_responses_summary", "o4-mini", _demo_pipe),
+    api_root=ApiRoot("https://api.openai.com/v1", "OPENAI_BASE_URL", ends_with="/v1"),
+    max_tokens=lambda n, url: {"extra_body": {"max_output_tokens": n}},
 )
 """The OpenAI Responses API."""

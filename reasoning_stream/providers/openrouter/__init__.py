@@ -19,7 +19,7 @@ import httpx
 from ..._conversation import PassbackPolicy
 from ..._pipe import Pipe
 from .._driver import EndpointOptions
-from .._spec import Demo, ProviderSpec
+from .._spec import ApiRoot, Demo, ProviderSpec
 from ..openai_chat import OpenAIChatPipe
 from ..openai_chat.translate import InlineTags
 from .effort import PLANNER
@@ -139,5 +139,7 @@ SPEC = ProviderSpec(
     passback=_passback,
     effort=PLANNER,
     demo=Demo("openrouter_reasoning", "anthropic/claude-sonnet-4", _demo_pipe),
+    api_root=ApiRoot(OPENROUTER_BASE_URL, "OPENROUTER_BASE_URL", ends_with="/api/v1"),
+    max_tokens=lambda n, url: {"extra_body": {"max_tokens": n}},
 )
 """OpenRouter, through the chat pipe's httpx transport."""
