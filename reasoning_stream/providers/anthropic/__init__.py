@@ -354,7 +354,7 @@ def _status_error(provider: str, response: httpx.Response) -> ProviderError:
         what or response.reason_phrase or "the request failed",
         detail=f"HTTP {response.status_code}",
         status=response.status_code,
-        retry_after=retry_after_seconds(response.headers),
+        retry_after=retry_after_seconds(response.headers, provider),
         body=body,
     )
     return caused_by_status(error, response)

@@ -352,7 +352,7 @@ def _status_error(provider: str, response: httpx.Response) -> ProviderError:
         text,
         detail=f"HTTP {response.status_code}",
         status=response.status_code,
-        retry_after=retry_after_seconds(response.headers),
+        retry_after=retry_after_seconds(response.headers, provider),
         body=reason if isinstance(reason, str) else text,
     )
     return caused_by_status(error, response)
