@@ -1535,6 +1535,278 @@ def main_every(chunks: int = EVERY_CHUNKS, rounds: int = EVERY_ROUNDS) -> dict[s
     return figures
 
 
+# ------------------------------------------------------------------------ one-shot calls
+# stream=False: one non-streaming request, the whole answer in one JSON body. Per provider, the
+# pipe with its SDK client against the bare SDK call, and the lean pipe against httpx +
+# json.loads; sync and async (an async sample runs its calls on one event loop and one client).
+# A sample is ONESHOT_CALLS calls: per-request overhead (headers, client plumbing, one
+# translation) dominates.
+
+ONESHOT_PROVIDERS = ("Anthropic", "chat", "Ollama")
+ONESHOT_CHUNKS = 2_000
+"""The body carries the text of a stream of this many deltas (about 4 KB reasoning, 4 KB answer)."""
+ONESHOT_CALLS = 20
+ONESHOT_ROUNDS = 7
+
+
+def oneshot_body(provider: str, reasoning: str, answer: str) -> tuple[str, dict[str, Any]]:
+    """``(path below the wire's prefix, body)``: the provider's documented non-streaming reply."""
+    model = EVERY_MODELS[provider]
+    if provider == "Anthropic":
+        return "/v1/messages", {
+            "id": "msg_bench", "type": "message", "role": "assistant", "model": model,
+            "content": [
+                {"type": "thinking", "thinking": reasoning, "signature": "c2lnLWJlbmNo"},
+                {"type": "text", "text": answer},
+            ],
+            "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 12, "output_tokens": 2048},
+        }  # fmt: skip
+    if provider == "chat":
+        message = {"role": "assistant", "content": answer, "reasoning_content": reasoning}
+        return "/v1/chat/completions", {
+            "id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 2048, "total_tokens": 2060},
+        }  # fmt: skip
+    return "/api/chat", {
+        "model": model, "created_at": "2025-06-01T00:00:00Z",
+        "message": {"role": "assistant", "content": answer, "thinking": reasoning},
+        "done": True, "done_reason": "stop", "total_duration": 1000, "load_duration": 10,
+        "prompt_eval_count": 12, "prompt_eval_duration": 100, "eval_count": 2048,
+        "eval_duration": 800,
+    }  # fmt: skip
+
+
+def serve_oneshot_until_stdin_closes(chunks: int) -> None:
+    """The child process for the one-shot table: one JSON body per provider."""
+    from ._wires import WIRES, expected
+
+    reasoning, answer = expected(chunks)
+    server = WireServer()
+    for provider in ONESHOT_PROVIDERS:
+        path, body = oneshot_body(provider, reasoning, answer)
+        server.add(
+            Transcript.from_dict(
+                {"name": f"oneshot-{provider}", "path": WIRES[provider].prefix + path,
+                 "format": "json", "events": [body]}
+            )
+        )  # fmt: skip
+    with server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+_ONESHOT_SCRIPT = (
+    "import sys\n"
+    "from benchmarks.bench_providers import serve_oneshot_until_stdin_closes\n"
+    "serve_oneshot_until_stdin_closes(int(sys.argv[1]))\n"
+)
+
+
+def oneshot_floor(provider: str, http: httpx.Client, base: str) -> Collected:
+    """httpx + ``json.loads`` of the one body, the two fields read straight off the dict."""
+    path, body, headers = _request(provider)
+    body = {**body, "stream": False}
+    return oneshot_collect(
+        provider, json.loads(http.post(base + path, json=body, headers=headers).content)
+    )
+
+
+def oneshot_collect(provider: str, data: Any) -> Collected:
+    """The reasoning and the answer read straight off a decoded one-shot body."""
+    if provider == "Anthropic":
+        blocks = data["content"]
+        return Collected(
+            "".join(b["thinking"] for b in blocks if b["type"] == "thinking"),
+            "".join(b["text"] for b in blocks if b["type"] == "text"),
+        )
+    message = data["choices"][0]["message"] if provider == "chat" else data["message"]
+    thought = message.get("reasoning_content" if provider == "chat" else "thinking")
+    return Collected(thought or "", message.get("content") or "")
+
+
+def _oneshot_sdk_reply(provider: str, reply: Any) -> Collected:
+    if provider == "Anthropic":
+        return Collected(
+            "".join(b.thinking for b in reply.content if b.type == "thinking"),
+            "".join(b.text for b in reply.content if b.type == "text"),
+        )
+    if provider == "chat":
+        message = reply.choices[0].message
+        extra = message.model_extra or {}
+        return Collected(extra.get("reasoning_content") or "", message.content or "")
+    return Collected(reply.message.thinking or "", reply.message.content or "")
+
+
+def _oneshot_sdk_call(provider: str, client: Any) -> Any:
+    model = EVERY_MODELS[provider]
+    if provider == "Anthropic":
+        return client.messages.create(model=model, max_tokens=4096, messages=MESSAGES)
+    if provider == "chat":
+        return client.chat.completions.create(model=model, messages=MESSAGES)
+    return client.chat(model=model, messages=MESSAGES, stream=False)
+
+
+def oneshot_sdk(provider: str, client: Any) -> Collected:
+    """What a user writes with the SDK alone: one non-streaming call, two fields read."""
+    return _oneshot_sdk_reply(provider, _oneshot_sdk_call(provider, client))
+
+
+def _oneshot_pipe(provider: str, base: str, client: Any, *, lean: bool) -> Any:
+    pipe = every_pipe(provider, base, client, lean=lean)
+    pipe.stream = False
+    return pipe
+
+
+async def _oneshot_acall(provider: str, base: str, role: str, client: Any) -> Collected:
+    if role == "floor":
+        path, body, headers = _request(provider)
+        response = await client.post(base + path, json={**body, "stream": False}, headers=headers)
+        return oneshot_collect(provider, json.loads(response.content))
+    if role == "sdk":
+        return _oneshot_sdk_reply(provider, await _oneshot_sdk_call(provider, client))
+    pipe = _oneshot_pipe(provider, base, client, lean=role == "lean_json")
+    result = await pipe.arun(PROMPT)
+    return Collected(result.model_reasoning, result.text)
+
+
+def _oneshot_async(provider: str, base: str, role: str) -> Collected:
+    """ONESHOT_CALLS async calls on one event loop and one client (built and closed once)."""
+
+    async def go() -> Collected:
+        client: Any
+        if role in ("floor", "lean_json"):
+            client = httpx.AsyncClient(verify=False, timeout=60)
+        else:
+            client = _every_sdk_client(provider, base, asynchronous=True)
+        try:
+            for _ in range(ONESHOT_CALLS):
+                collected = await _oneshot_acall(provider, base, role, client)
+        finally:
+            closing = getattr(client, "aclose", None) or client.close
+            closed = closing()
+            if closed is not None:
+                await closed
+        return collected
+
+    return anyio.run(go)
+
+
+def oneshot_rows(url: str) -> tuple[list[EveryRow], list[Callable[[], None]]]:
+    """The one-shot contenders of every provider of :data:`ONESHOT_PROVIDERS`."""
+    from ._wires import WIRES
+
+    rows: list[EveryRow] = []
+    closers: list[Callable[[], None]] = []
+    for provider in ONESHOT_PROVIDERS:
+        base = url + WIRES[provider].base
+        http = httpx.Client(verify=False, timeout=60)
+        sdk = _every_sdk_client(provider, base)
+        lean_http = httpx.Client(verify=False, timeout=60)
+        closers += [http.close, sdk.close, lean_http.close]
+        pipe = _oneshot_pipe(provider, base, sdk, lean=False)
+        lean = _oneshot_pipe(provider, base, lean_http, lean=True)
+        rows += [
+            EveryRow(provider, "sync", "floor", partial(oneshot_floor, provider, http, base)),
+            EveryRow(provider, "sync", "sdk", partial(oneshot_sdk, provider, sdk)),
+            EveryRow(provider, "sync", "sdk_pipe", _pipe_read(pipe)),
+            EveryRow(provider, "sync", "lean_json", _pipe_read(lean)),
+        ]
+
+        for role in ("floor", "sdk", "sdk_pipe", "lean_json"):
+            rows.append(
+                EveryRow(provider, "async", role, partial(_oneshot_async, provider, base, role))
+            )
+    return rows, closers
+
+
+def oneshot_table(
+    chunks: int = ONESHOT_CHUNKS, rounds: int = ONESHOT_ROUNDS
+) -> tuple[str, dict[str, float]]:
+    """One-shot calls in interleaved rounds; the Markdown table and the median ratios."""
+    from ._rounds import cpu_seconds, median, spread
+    from ._wires import expected
+
+    calls = ONESHOT_CALLS
+    reasoning, answer = expected(chunks)
+    cpu: dict[tuple[str, str, str], list[float]] = {}
+    bad: dict[tuple[str, str], str] = {}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _ONESHOT_SCRIPT, str(chunks)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=_ROOT,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        url = child.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError("the loopback server did not start; see its error above")
+        rows, closers = oneshot_rows(url)
+        try:
+            for row in rows:
+                verdict = _verdict(row.read(), reasoning, answer)
+                if verdict != "ok":
+                    bad[(row.provider, row.loop)] = f"{row.role}: {verdict}"
+
+            for _ in range(rounds):
+                for row in rows:
+                    # An async row makes its ONESHOT_CALLS calls on one event loop itself.
+                    times = 1 if row.loop == "async" else calls
+
+                    def many(read: Callable[[], Collected] = row.read, times: int = times) -> None:
+                        for _ in range(times):
+                            read()
+
+                    seconds = cpu_seconds(many)
+                    cpu.setdefault((row.provider, row.loop, row.role), []).append(seconds)
+        finally:
+            for close in closers:
+                close()
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    figures: dict[str, float] = {}
+    lines = [
+        "| provider | loop | floor CPU/call | SDK call CPU/call | one-shot SDK pipe / SDK call "
+        "| one-shot lean pipe / floor | output |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for provider in ONESHOT_PROVIDERS:
+        for loop in ("sync", "async"):
+            samples = {r: v for (p, lp, r), v in cpu.items() if (p, lp) == (provider, loop)}
+            cells = []
+            for role in ("floor", "sdk"):
+                values = samples.get(role)
+                cells.append(
+                    spread([v / calls * 1e3 for v in values], "{:.2f}") + " ms" if values else "-"
+                )
+            for role, base_role in (("sdk_pipe", "sdk"), ("lean_json", "floor")):
+                if role not in samples or base_role not in samples:
+                    cells.append("-")
+                    continue
+                ratios = [a / b for a, b in zip(samples[role], samples[base_role], strict=True)]
+                cells.append(spread(ratios) + "x")
+                figures[f"oneshot_{provider}_{loop}_{role}"] = median(ratios)
+            verdict = bad.get((provider, loop), "ok")
+            lines.append(f"| {provider} | {loop} | " + " | ".join(cells) + f" | {verdict} |")
+    return "\n".join(lines), figures
+
+
+def main_oneshot(rounds: int = ONESHOT_ROUNDS) -> dict[str, float]:
+    """Print the one-shot table (medians of interleaved rounds, spreads in brackets)."""
+    table, figures = oneshot_table(rounds=rounds)
+    print(
+        f"One-shot calls (stream=False): one JSON body of {ONESHOT_CHUNKS:,} deltas' text, "
+        f"{ONESHOT_CALLS} calls a sample, {rounds} interleaved rounds, median [low-high]"
+    )
+    print(table + "\n")
+    return figures
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=CHUNKS)
@@ -1543,12 +1815,18 @@ if __name__ == "__main__":
     parser.add_argument(
         "--every", action="store_true", help="only the every-provider table (--chunks, --rounds)"
     )
+    parser.add_argument(
+        "--oneshot", action="store_true", help="only the one-shot table (stream=False; --rounds)"
+    )
     parser.add_argument("--rounds", type=int, default=EVERY_ROUNDS)
     arguments = parser.parse_args()
-    if arguments.every:
+    if arguments.oneshot:
+        main_oneshot(arguments.rounds)
+    elif arguments.every:
         main_every(
             EVERY_CHUNKS if arguments.chunks == CHUNKS else arguments.chunks, arguments.rounds
         )
     else:
         main(arguments.chunks, profile=arguments.profile, heap=arguments.heap)
         main_every(rounds=arguments.rounds)
+        main_oneshot(arguments.rounds)

@@ -15,6 +15,7 @@ def main() -> None:
     bench_pipe.main()
     bench_providers.main()
     bench_providers.main_every()
+    bench_providers.main_oneshot()
 
 
 if __name__ == "__main__":

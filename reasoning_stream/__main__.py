@@ -163,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the output limit in tokens (reasoning counts toward it on most providers)",
     )  # fmt: skip
     chat.add_argument(
+        "--no-stream", action="store_true",
+        help="one non-streaming request: the whole reply comes at once (stream=False)",
+    )  # fmt: skip
+    chat.add_argument(
         "--no-stream-reasoning", action="store_true",
         help="capture reasoning but do not show it",
     )  # fmt: skip

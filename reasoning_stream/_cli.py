@@ -102,6 +102,7 @@ def build_pipe(
     max_tokens: int | None = None,
     on_callback_error: Callable[[Exception, object], object] | None = None,
     environ: Mapping[str, str] | None = None,
+    stream: bool = True,
 ) -> Pipe:
     """The pipe for ``--provider``, configured from arguments and the usual variables."""
     env = dict(os.environ if environ is None else environ)
@@ -127,6 +128,8 @@ def build_pipe(
         options.update(spec.max_tokens(max_tokens, base_url))
     if on_callback_error is not None:
         options["on_callback_error"] = on_callback_error
+    if not stream:
+        options["stream"] = False
     try:
         pipe: Pipe = cls(model, **options)
     except UsageError:
@@ -369,6 +372,7 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
             reasoning=args.reasoning,
             max_tokens=getattr(args, "max_tokens", None),
             on_callback_error=_stop_when_reader_leaves,
+            stream=not getattr(args, "no_stream", False),
         )
         _say_plan(pipe, notes)
     except (CommandError, UsageError) as error:

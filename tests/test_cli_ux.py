@@ -20,11 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reasoning_stream import ReasoningStream
 from reasoning_stream.__main__ import build_parser, main
 from reasoning_stream._cli import PROVIDERS, CommandError, build_pipe, summary_line, wrap_parts
 from reasoning_stream._render import color_wanted
 from reasoning_stream.providers._spec import ApiRoot
 from reasoning_stream.testing import Reply, Transcript, WireServer
+from tests.providers import oneshot_content as content
+
+OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -256,6 +260,36 @@ def test_reasoning_off_budgets_and_levels_reach_the_request(
     assert body["generationConfig"]["thinkingConfig"]["thinkingBudget"] == 0  # type: ignore[index]
     status, body, _ = sent_body(capsys, "openrouter", "x/y", "--reasoning", "high")
     assert status == 0 and body["reasoning"] == {"effort": "high"}
+
+
+ONE_SHOT = {
+    "openai": ("deepseek-reasoner", "/v1", content.chat_body),
+    "responses": ("o4-mini", "/v1", content.responses_body),
+    "anthropic": ("claude-sonnet-4-5", "", content.anthropic_body),
+    "ollama": ("qwen3", "", content.ollama_body),
+}
+
+
+@pytest.mark.usefixtures("aws")
+@pytest.mark.parametrize("provider", sorted(ONE_SHOT))
+def test_no_stream_makes_one_non_streaming_request(
+    capsys: pytest.CaptureFixture[str], provider: str
+) -> None:
+    """``--no-stream`` asks for one whole response (the server answers with a JSON body, which
+    a streaming read could not parse) and prints the same channel a stream would."""
+    model, root, make_body = ONE_SHOT[provider]
+    answer = content.Answer(
+        reasoning=("Short waves scatter more. ",), signatures=("sig-1==",),
+        text="Blue light scatters most.", calls=(),
+    )  # fmt: skip
+    with WireServer(make_body(answer)) as server:
+        args = ["chat", "hi", "--provider", provider, "--model", model, "--raw", "--no-stream"]
+        status, out, err = run_cli(capsys, *args, "--base-url", server.url + root)
+        sent = [request.json() for request in server.requests]
+    assert status == 0, err
+    assert len(sent) == 1 and sent[0].get("stream") in (None, False), sent
+    assert "stream_options" not in sent[0]
+    assert out == f"{OPEN}Short waves scatter more. {CLOSE}Blue light scatters most."
 
 
 @pytest.mark.parametrize(

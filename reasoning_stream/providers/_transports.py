@@ -17,7 +17,8 @@ id the transport learned before the first chunk (Bedrock's request id). The driv
   wire read with httpx alone (Ollama's lean transport).
 - :func:`lean_client`, :func:`check_lean_client`: the httpx clients of the lean transports.
 - :func:`event_stream_source` / :func:`aevent_stream_source`: a boto3 ``EventStream``; boto3
-  is sync only, so the async twin reads it in worker threads and can interrupt a blocked read.
+  is sync only, so the async twin reads it in a thread of its own, hands the event loop every
+  event decoded since its last look in one thread hop, and can interrupt a blocked read.
 """
 
 from __future__ import annotations
@@ -572,7 +573,7 @@ def event_stream_source(stream: Any, request_id: str | None) -> Source:
 
 
 async def aevent_stream_source(open_stream: Callable[[], tuple[Any, str | None]]) -> AsyncSource:
-    """Open and read a boto3 ``EventStream`` in worker threads.
+    """Open and read a boto3 ``EventStream`` in threads (see :class:`_Reader`).
 
     ``open_stream`` sends the request and returns ``(stream, request_id)``; it blocks until
     the headers, so it runs in a thread too. A cancelled wait for the headers still lets the
@@ -598,12 +599,14 @@ async def aevent_stream_source(open_stream: Callable[[], tuple[Any, str | None]]
 
     async def chunks() -> AsyncGenerator[Any, None]:
         while True:
-            item = await anyio.to_thread.run_sync(reader.next, abandon_on_cancel=True)
-            if item is _Reader.END:
-                return
-            if isinstance(item, _Failure):
-                raise item.error
-            yield item
+            # One thread hop hands over every event the reader decoded since the last one.
+            batch = await anyio.to_thread.run_sync(reader.take, abandon_on_cancel=True)
+            for item in batch:
+                if item is _Reader.END:
+                    return
+                if isinstance(item, _Failure):
+                    raise item.error
+                yield item
 
     generator = chunks()
 
@@ -617,43 +620,81 @@ async def aevent_stream_source(open_stream: Callable[[], tuple[Any, str | None]]
     return AsyncSource(generator, aclose, request_id)
 
 
-class _Reader:
-    """Reads a boto3 EventStream one event at a time from worker threads, closable from any.
+_BATCH_LIMIT = 256
+"""At most this many decoded events wait for the event loop; then the reading thread waits."""
 
-    ``interrupt()`` shuts the socket's read side down so a read blocked in another thread
-    returns at once; ``close()`` waits for that read to finish before closing the stream, so
-    the generator is never closed while it runs.
+
+class _Reader:
+    """Reads a boto3 EventStream in its own thread; the event loop takes what it decoded.
+
+    A thread hop costs far more than decoding an event, so the event loop does not hop once an
+    event: :meth:`take` (run in a worker thread) waits for the first event and returns every
+    event decoded by then. Nothing is held back to fill a batch: an event is handed over as
+    soon as it is decoded, together with those that arrived while the event loop was busy.
+    At most ``_BATCH_LIMIT`` events wait; then the reading thread waits too, so a slow
+    consumer slows the read down instead of buffering the whole response.
+
+    The stream's end and a read's error come last in the buffer, after the events read
+    before them. ``interrupt()`` shuts the socket's read side down so a blocked read returns
+    at once; ``close()`` waits for the reading thread before closing the stream, so the
+    stream is never closed while it is read.
     """
 
     END = object()
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
-        self._iterator: Iterator[Any] = iter(stream)
-        self._lock = threading.Lock()
-        self.reading = False
+        self._ready = threading.Condition()
+        self._buffer: list[Any] = []
+        self._stopped = False
+        self._finished = False
+        self._thread = threading.Thread(
+            target=self._pump, name="reasoning-stream boto3 reader", daemon=True
+        )
+        self._thread.start()
 
-    def next(self) -> Any:
-        with self._lock:
-            self.reading = True
-            try:
-                return next(self._iterator, self.END)
-            except BaseException as error:  # handed to the event loop, never lost in a thread
-                return _Failure(error)
-            finally:
-                self.reading = False
+    def _pump(self) -> None:
+        last: Any = self.END
+        try:
+            for event in self._stream:
+                with self._ready:
+                    while len(self._buffer) >= _BATCH_LIMIT and not self._stopped:
+                        self._ready.wait()
+                    if self._stopped:
+                        return
+                    self._buffer.append(event)
+                    if len(self._buffer) == 1:
+                        self._ready.notify_all()
+        except BaseException as error:  # handed to the event loop, never lost in a thread
+            last = _Failure(error)
+        finally:
+            with self._ready:
+                self._buffer.append(last)
+                self._finished = True
+                self._ready.notify_all()
+
+    def take(self) -> list[Any]:
+        """Wait for at least one item; every item buffered by then (the end or error last)."""
+        with self._ready:
+            while not self._buffer and not self._stopped:
+                self._ready.wait()
+            if not self._buffer:
+                return [self.END]
+            batch, self._buffer = self._buffer, []
+            self._ready.notify_all()
+            return batch
 
     def interrupt(self) -> None:
-        if self.reading:
+        with self._ready:
+            self._stopped = True
+            finished = self._finished
+            self._ready.notify_all()
+        if not finished:
             _shutdown_read(self._stream)
 
     def close(self) -> None:
-        acquired = self._lock.acquire(timeout=_CLOSE_WAIT_SECONDS)
-        try:
-            _close_stream(self._stream)
-        finally:
-            if acquired:
-                self._lock.release()
+        self._thread.join(timeout=_CLOSE_WAIT_SECONDS)
+        _close_stream(self._stream)
 
 
 @dataclass(frozen=True, slots=True)

@@ -689,3 +689,51 @@ def test_invocation_metrics_become_usage() -> None:
     }
     events = translator.feed({"chunk": {"bytes": json.dumps(chunk).encode()}})
     assert events[-1] == UsageReport(Usage(input_tokens=5, output_tokens=7))
+
+
+def _long_text_stream(deltas: int) -> Transcript:
+    """A ConverseStream answer of ``deltas`` text deltas, ``"0 "``, ``"1 "``, ..."""
+    events: list[dict[str, Any]] = [
+        {"event_type": "messageStart", "payload": {"role": "assistant"}}
+    ]
+    events += [
+        {
+            "event_type": "contentBlockDelta",
+            "payload": {"contentBlockIndex": 0, "delta": {"text": f"{i} "}},
+        }
+        for i in range(deltas)
+    ]
+    events += [
+        {"event_type": "contentBlockStop", "payload": {"contentBlockIndex": 0}},
+        {"event_type": "messageStop", "payload": {"stopReason": "end_turn"}},
+    ]
+    return Transcript(path="/model/{modelId}/converse-stream", format="eventstream", events=events)
+
+
+def test_the_async_reader_hands_over_decoded_events_in_order_and_bounded() -> None:
+    """arun's boto3 reader: a consumer that does not take lets at most _BATCH_LIMIT events
+    wait (the reading thread waits then), and taking returns every event once, in order."""
+    from reasoning_stream.providers._transports import _BATCH_LIMIT, _Failure, _Reader
+
+    deltas = 3 * _BATCH_LIMIT
+    with WireServer(_long_text_stream(deltas)) as server:
+        reply = bedrock_client(server).converse_stream(
+            modelId=CLAUDE, messages=[{"role": "user", "content": [{"text": "count"}]}]
+        )
+        reader = _Reader(reply["stream"])
+        try:
+            time.sleep(0.5)  # ample for the thread to decode every event it may
+            batches = [reader.take()]
+            while batches[-1][-1] is not _Reader.END:
+                batches.append(reader.take())
+        finally:
+            reader.interrupt()
+            reader.close()
+    assert len(batches[0]) == _BATCH_LIMIT
+    assert all(len(batch) <= _BATCH_LIMIT + 1 for batch in batches)
+    items = [item for batch in batches for item in batch]
+    assert not any(isinstance(item, _Failure) for item in items)
+    events = [item for item in items if isinstance(item, dict)]
+    texts = [e["contentBlockDelta"]["delta"]["text"] for e in events if "contentBlockDelta" in e]
+    assert texts == [f"{i} " for i in range(deltas)]
+    assert items[-1] is _Reader.END and items.count(_Reader.END) == 1
