@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -38,3 +42,34 @@ HEADER = (
     f"| {'what':<44} | {'CPU/unit':>12} | {'wall/unit':>12} | {'ratio':>7} |\n"
     f"|{'-' * 46}|{'-' * 14}|{'-' * 14}|{'-' * 9}|"
 )
+
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def child_server(script: str, *arguments: object) -> Iterator[str]:
+    """Run ``script`` (which prints its URL, then serves until stdin closes) in a child process.
+
+    The server's CPU is then never the benchmark's; yields ``http://127.0.0.1:PORT``.
+    """
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, arguments)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=_ROOT,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        url = child.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError("the loopback server did not start; see its error above")
+        yield url
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()

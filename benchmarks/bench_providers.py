@@ -37,7 +37,6 @@ import json
 import os
 import pstats
 import random
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -56,7 +55,7 @@ from reasoning_stream import ReasoningStream
 from reasoning_stream.providers import OpenAIChatPipe
 from reasoning_stream.testing._wire import Transcript, WireServer
 
-from ._timing import Timing, measure
+from ._timing import Timing, child_server, measure
 
 CHUNKS = 20_000
 GROWTH = 20
@@ -221,26 +220,8 @@ _SERVER_SCRIPT = (
 @contextlib.contextmanager
 def loopback(lengths: list[int]) -> Iterator[str]:
     """A WireServer in a child process; yields its ``http://127.0.0.1:PORT``."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", _SERVER_SCRIPT, *map(str, lengths)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=_ROOT,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        url = child.stdout.readline().strip()
-        if not url.startswith("http://"):
-            raise RuntimeError("the loopback server did not start; see its error above")
+    with child_server(_SERVER_SCRIPT, *lengths) as url:
         yield url
-    finally:
-        child.stdin.close()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
 
 
 # ------------------------------------------------------------------------------- contenders
@@ -891,26 +872,8 @@ _EVERY_SCRIPT = (
 @contextlib.contextmanager
 def every_loopback(chunks: int) -> Iterator[str]:
     """The every-provider WireServer in a child process; yields its URL."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", _EVERY_SCRIPT, str(chunks)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=_ROOT,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        url = child.stdout.readline().strip()
-        if not url.startswith("http://"):
-            raise RuntimeError("the loopback server did not start; see its error above")
+    with child_server(_EVERY_SCRIPT, chunks) as url:
         yield url
-    finally:
-        child.stdin.close()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
 
 
 # What the floors pull out of one decoded chunk: (reasoning piece, answer piece).
@@ -1732,15 +1695,7 @@ def oneshot_table(
     reasoning, answer = expected(chunks)
     cpu: dict[tuple[str, str, str], list[float]] = {}
     bad: dict[tuple[str, str], str] = {}
-    child = subprocess.Popen(
-        [sys.executable, "-c", _ONESHOT_SCRIPT, str(chunks)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=_ROOT,
-    )  # fmt: skip
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        url = child.stdout.readline().strip()
-        if not url.startswith("http://"):
-            raise RuntimeError("the loopback server did not start; see its error above")
+    with child_server(_ONESHOT_SCRIPT, chunks) as url:
         rows, closers = oneshot_rows(url)
         try:
             for row in rows:
@@ -1762,13 +1717,6 @@ def oneshot_table(
         finally:
             for close in closers:
                 close()
-    finally:
-        child.stdin.close()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
     figures: dict[str, float] = {}
     lines = [
         "| provider | loop | floor CPU/call | SDK call CPU/call | one-shot SDK pipe / SDK call "

@@ -14,8 +14,6 @@ ratio smaller).
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 
 import anyio
@@ -31,7 +29,7 @@ from reasoning_stream.providers import OpenAIChatPipe
 from reasoning_stream.testing import ScriptedPipe
 
 from . import bench_pipe
-from ._timing import Timing, measure
+from ._timing import Timing, child_server, measure
 
 EVENTS_PER_RUN = 200
 """A short reply: 100 reasoning deltas, then 100 answer deltas."""
@@ -155,25 +153,8 @@ _SERVER_SCRIPT = (
 @contextlib.contextmanager
 def loopback() -> Iterator[str]:
     """The transcript served by a WireServer in a child process, so CPU is the client's alone."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", _SERVER_SCRIPT, TRANSCRIPT],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        url = child.stdout.readline().strip()
-        if not url.startswith("http://"):
-            raise RuntimeError("the loopback server did not start; see its error above")
+    with child_server(_SERVER_SCRIPT, TRANSCRIPT) as url:
         yield url
-    finally:
-        child.stdin.close()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
 
 
 def wire() -> dict[str, float]:

@@ -34,7 +34,6 @@ import gc
 import os
 import platform
 import resource
-import subprocess
 import sys
 import threading
 import time
@@ -59,6 +58,8 @@ from reasoning_stream.providers import (
     OpenAIResponsesPipe,
 )
 from reasoning_stream.testing import Reply, Transcript, WireServer
+
+from ._timing import child_server
 
 _ROOT = Path(__file__).resolve().parent.parent
 SINGLE_RUNS = 10
@@ -278,26 +279,8 @@ _SERVER_SCRIPT = (
 def loopback(streams: int, deltas: int, delay: float, backlog: int = 0) -> Iterator[str]:
     """A WireServer in a child process; yields its ``http://127.0.0.1:PORT``."""
     arguments = [str(streams), str(deltas), str(delay), str(backlog)]
-    child = subprocess.Popen(
-        [sys.executable, "-c", _SERVER_SCRIPT, *arguments],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=_ROOT,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        url = child.stdout.readline().strip()
-        if not url.startswith("http://"):
-            raise RuntimeError("the loopback server did not start; see its error above")
+    with child_server(_SERVER_SCRIPT, *arguments) as url:
         yield url
-    finally:
-        child.stdin.close()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
 
 
 # -------------------------------------------------------------------------------- runs
