@@ -30,6 +30,7 @@ from ..._events import (
 )
 from ..._exceptions import ProviderError
 from .._errors import build_error
+from .._fields import field_of, text_of
 
 __all__ = ["AnthropicTranslator", "error_details", "field_of", "stream_error", "text_of"]
 
@@ -57,27 +58,6 @@ ERROR_STATUS: dict[str, int] = {
     "overloaded_error": 529,
 }
 
-
-def field_of(item: Any, name: str) -> Any:
-    """``item.name`` for SDK objects, ``item[name]`` for plain dicts; ``None`` when absent."""
-    if type(item) is dict:  # the lean transport's chunks
-        return item.get(name)
-    # SDK models first: isinstance(model, Mapping) costs about 1 us on a pydantic model (the
-    # ABC check finds no cache), more than the rest of a chunk's translation.
-    value = getattr(item, name, _MISSING)
-    if value is not _MISSING:
-        return value
-    if isinstance(item, Mapping):
-        return item.get(name)
-    return None
-
-
-_MISSING: Any = object()
-
-
-def text_of(value: Any) -> str:
-    """A string field's value; JSON ``null`` (or anything not a string) is no text at all."""
-    return value if isinstance(value, str) else ""
 
 
 @dataclass(slots=True)

@@ -21,6 +21,7 @@ from ..._events import (
     Usage,
     UsageReport,
 )
+from .._fields import field_of, text_of
 from .._inline import TagReader, inline_scanner
 
 __all__ = ["OllamaTranslator", "field_of", "text_of"]
@@ -28,27 +29,6 @@ __all__ = ["OllamaTranslator", "field_of", "text_of"]
 _NANOSECONDS = 1_000_000_000
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 
-
-def field_of(obj: Any, name: str) -> Any:
-    """Read ``name`` from an SDK model or a plain dict alike; absent is ``None``."""
-    if type(obj) is dict:  # the lean transport's chunks
-        return obj.get(name)
-    # SDK models first: isinstance(model, Mapping) costs about 1 us on a pydantic model (the
-    # ABC check finds no cache), more than the rest of a chunk's translation.
-    value = getattr(obj, name, _MISSING)
-    if value is not _MISSING:
-        return value
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return None
-
-
-_MISSING: Any = object()
-
-
-def text_of(value: Any) -> str:
-    # JSON null (and any non-string the server might send) never becomes text.
-    return value if isinstance(value, str) else ""
 
 
 def _arguments_text(arguments: Any) -> str:

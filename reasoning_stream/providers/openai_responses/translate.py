@@ -28,6 +28,7 @@ from ..._events import (
 )
 from ..._exceptions import ProviderError
 from .._errors import build_error
+from .._fields import field_of
 
 __all__ = [
     "ENCRYPTED_KIND",
@@ -47,22 +48,6 @@ ENCRYPTED_KIND = "encrypted"
 
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
-
-def field_of(obj: Any, name: str) -> Any:
-    """``obj[name]`` for dicts, ``obj.name`` for SDK models; ``None`` when absent."""
-    if type(obj) is dict:  # the lean transport's chunks
-        return obj.get(name)
-    # SDK models first: isinstance(model, Mapping) costs about 1 us on a pydantic model (the
-    # ABC check finds no cache), more than the rest of a chunk's translation.
-    value = getattr(obj, name, _MISSING)
-    if value is not _MISSING:
-        return value
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return None
-
-
-_MISSING: Any = object()
 
 
 def text_of(value: Any) -> str | None:
