@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-from reasoning_stream import Event, ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
+from reasoning_stream import Event, ReasoningDelta, TextDelta
 
 # Written independently of the package's grammar, on purpose.
 REFERENCE_TAG = re.compile(
@@ -57,28 +57,3 @@ def reference_split(text: str, *, start_in_reasoning: bool = False) -> tuple[lis
     if current is not None:
         segments.append("".join(current))
     return segments, "".join(answer), truncated
-
-
-def expected_from_script(script: Sequence[Event]) -> tuple[list[str], str]:
-    """The non-empty segments and the text a script of hook events must produce."""
-    segments: list[str] = []
-    text: list[str] = []
-    current: list[str] | None = None
-    for event in script:
-        if isinstance(event, ReasoningDelta) and event.text:
-            if current is None:
-                current = []
-            current.append(event.text)
-        elif isinstance(event, TextDelta) and event.text:
-            if current is not None:
-                segments.append("".join(current))
-                current = None
-            text.append(event.text)
-        elif isinstance(event, ReasoningEnd) and current is not None:
-            segments.append("".join(current))
-            current = None
-        elif isinstance(event, ReasoningStart):
-            pass
-    if current is not None:
-        segments.append("".join(current))
-    return segments, "".join(text)

@@ -27,8 +27,7 @@ from reasoning_stream import (
     UsageReport,
 )
 from reasoning_stream.testing import ScriptedPipe
-from reasoning_stream.testing.strategies import event_scripts
-from tests.helpers import expected_from_script
+from reasoning_stream.testing.strategies import event_scripts, expected_from_script
 from tests.reference import reference_escape
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG

@@ -18,8 +18,7 @@ from reasoning_stream import (
     UsageError,
 )
 from reasoning_stream.testing import ScriptedPipe
-from reasoning_stream.testing.strategies import event_scripts
-from tests.helpers import expected_from_script
+from reasoning_stream.testing.strategies import event_scripts, expected_from_script
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
 
