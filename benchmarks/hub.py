@@ -276,15 +276,19 @@ def fan_out_memory() -> dict[str, Any]:
 
 def main(argv: list[str]) -> None:
     import argparse
+    import tempfile
+    from pathlib import Path
 
-    from tests.redis_server import RedisServer
+    from tests.redis_server import running_redis
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.hub")
     parser.add_argument("--rounds", type=int, default=9, help="interleaved CPU rounds")
     parser.add_argument("--cpu-only", action="store_true", help="skip the fan-out table")
     options = parser.parse_args(argv)
-    server = RedisServer().start()
-    try:
+    with (
+        tempfile.TemporaryDirectory(prefix="hub-bench-redis-") as folder,
+        running_redis(Path(folder)) as server,
+    ):
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
         cpu_table(server.url, options.rounds)
         if options.cpu_only:
@@ -304,9 +308,7 @@ def main(argv: list[str]) -> None:
                 f"{figures['cross_talk_chunks']} | {figures['p50_ms']:.2f} ms | "
                 f"{figures['p99_ms']:.2f} ms |"
             )
-    finally:
         print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
-        server.cleanup()
 
 
 if __name__ == "__main__":
