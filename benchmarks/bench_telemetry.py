@@ -6,7 +6,9 @@ so the figure includes the export. Workloads: ``bench_pipe``'s (one run of 100,0
 ``ScriptedPipe`` replaying a short reply, 2,000 times (no I/O: the harshest ratio); and an
 ``OpenAIChatPipe`` (httpx transport) reading a bundled transcript from a loopback WireServer in
 a child process, as a real run does (the fastest server there is: a remote one only makes the
-ratio smaller).
+ratio smaller). "SDK floor" is the same SDK calls with the same data and nothing else, so "on"
+minus it is what our own code costs (see :class:`_Replay`). Interleaved rounds, medians and
+spreads (``_rounds``).
 
 ``python -m benchmarks.bench_telemetry`` (needs the ``test`` extra for the SDK); name workloads
 (``bench_pipe``, ``scripted``, ``scripted_async``, ``wire``) to run some, ``--rounds N`` (9).
@@ -142,13 +144,16 @@ class _ReplayScope:
             histogram.record(value, attributes, self.parent)
 
 
-def _compare(label: str, work: Callable[[], object], runs: int) -> dict[str, list[float]]:
+def _compare(
+    label: str, work: Callable[[], object], runs: int, repeat: int = 1
+) -> dict[str, list[float]]:
     """Plain, off and on, in interleaved rounds so drifts of the machine hit each alike.
 
     Each round times every setting once, back to back, and takes the ratios to that round's
     plain run; the table gives the median and the spread (lowest to highest) over the rounds,
     and what telemetry adds to one run, in CPU microseconds (median of ``setting - plain``).
     "SDK floor" replays the same SDK calls with the data "on" exported (see :class:`_Replay`).
+    A short ``work`` is timed ``repeat`` times per setting and round, keeping the fastest.
     """
     settings = ("off", "on", "SDK floor", "on, capture full")
     plain: list[float] = []
@@ -156,22 +161,22 @@ def _compare(label: str, work: Callable[[], object], runs: int) -> dict[str, lis
     replay: _Replay | None = None
     for _ in range(ROUNDS):
         telemetry.uninstrument()
-        plain.append(cpu_seconds(work))
+        plain.append(cpu_seconds(work, repeat=repeat))
         telemetry.instrument()  # the global no-op providers: enabled, then removed
         telemetry.uninstrument()
-        seconds["off"].append(cpu_seconds(work))
+        seconds["off"].append(cpu_seconds(work, repeat=repeat))
         exporter, reader = _sdk_setup("none")
-        seconds["on"].append(cpu_seconds(work))
+        seconds["on"].append(cpu_seconds(work, repeat=repeat))
         telemetry.uninstrument()
         if replay is None:
             replay = _Replay(exporter, reader)
         exporter.clear()
         _observers.add_run_observer(replay)
-        seconds["SDK floor"].append(cpu_seconds(work))
+        seconds["SDK floor"].append(cpu_seconds(work, repeat=repeat))
         _observers.remove_run_observer(replay)
         replay.exporter.clear()
         exporter = _sdk_on("full")
-        seconds["on, capture full"].append(cpu_seconds(work))
+        seconds["on, capture full"].append(cpu_seconds(work, repeat=repeat))
         exporter.clear()
         telemetry.uninstrument()
     print(f"{label}: {runs:,} runs, {ROUNDS} interleaved rounds")
@@ -207,7 +212,8 @@ def pipe_benchmark() -> dict[str, list[float]]:
         sink.clear()
         anyio.run(pipe.arun, "p")
 
-    return _compare(f"bench_pipe's ScriptedPipe.arun, {bench_pipe.EVENTS:,} events", work, 1)
+    label = f"bench_pipe's ScriptedPipe.arun, {bench_pipe.EVENTS:,} events"
+    return _compare(label, work, 1, repeat=3)
 
 
 def scripted() -> dict[str, list[float]]:
