@@ -51,7 +51,9 @@ class _Log:
     ``waiting``; a reader registers in ``waiting`` under the lock *before* it looks for new
     entries. So either the run sees the reader and wakes it, or the reader sees the entry: no
     wake-up is lost, and a run with nobody waiting takes no lock per entry. Trimming and
-    waking take the lock.
+    waking take the lock. (This leans on CPython running one thread's bytecode at a time: the
+    append and the look happen in that order for every thread; tests/hub/test_memory.py
+    checks it with the threads switching every microsecond.)
     """
 
     __slots__ = ("final", "items", "offset", "text_trimmed", "waiting")
