@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 
 import anyio
+import pytest
 
 from reasoning_stream import ToolCall
 from reasoning_stream.hub import MemoryHub
@@ -17,7 +18,8 @@ from reasoning_stream.testing import ScriptedPipe
 STEPS = 2000
 
 
-def test_a_waiting_reader_is_woken_for_every_entry() -> None:
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_waiting_reader_is_woken_for_every_entry(backend: str) -> None:
     """Each entry reaches a reader that waits for it, with no later entry to wake it up.
 
     The run writes an entry, then waits until the reader on another thread has it; a lost
@@ -41,7 +43,7 @@ def test_a_waiting_reader_is_woken_for_every_entry() -> None:
                 got.append(entry.event.id)
                 acks.put(entry.id)
 
-    reader = threading.Thread(target=anyio.run, args=(follow,))
+    reader = threading.Thread(target=anyio.run, args=(follow,), kwargs={"backend": backend})
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
