@@ -1,13 +1,18 @@
-"""The lean transports' SSE framing (``SSEReader``) against httpx-sse's decoder, as a law.
+"""The lean transports' framing, on the wire's bytes, against httpx's and httpx-sse's, as laws.
 
-For any text and any way of cutting it into pieces, ``SSEReader`` yields exactly the
-``(event, data)`` pairs that httpx-sse's own line and event decoders yield for the same pieces,
-minus the events without data (which every consumer skips). httpx-sse is an independent
-implementation of the WHATWG event-stream rules, so it is the oracle.
+``SSEReader`` and the NDJSON line cutter read the body's bytes as they arrive (httpx's
+``iter_raw``), without decoding them to text first. For any body and any way of cutting it
+into pieces, byte by byte included (so inside a multi-byte UTF-8 character), they must give
+what a text reader gives: httpx's ``iter_text`` decoding the same pieces (UTF-8, a malformed
+sequence read as U+FFFD), then httpx-sse's own line and event decoders, an independent
+implementation of the WHATWG event-stream rules and so the oracle, minus the events without
+data (which every consumer skips). The bodies include malformed UTF-8, byte order marks,
+every line end and split ``\\r\\n`` pairs.
 """
 
 from __future__ import annotations
 
+import codecs
 import itertools
 from typing import Any
 
@@ -23,14 +28,37 @@ ATOMS = st.sampled_from(
     [
         "\n", "\r", "\r\n", "\n\n", "\r\r", ":", ": keep-alive", "data", "data:", "data: ",
         "event", "event:", "event: ping", "id: 7", "retry: 30", "x-field: 1", " ", "{", "}",
-        '"a"', "[DONE]", "é", "\u2028", "\x00", "message",
+        '"a"', "[DONE]", "é", "\u2028", "\x00", "message", "\ufeff", "日本", "🙂",
     ]
 )  # fmt: skip
 TEXTS = st.lists(st.one_of(ATOMS, st.text(max_size=4)), max_size=40).map("".join)
+# Bytes no text encodes: malformed UTF-8 (a lone continuation byte, a truncated sequence, an
+# overlong form, an encoded surrogate, a byte never valid), next to the text's own bytes.
+BAD_UTF8 = st.sampled_from(
+    [b"\xff", b"\x80", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf0\x9f", b"\xef\xbb\xbf"]
+)
+BODIES = st.lists(
+    st.one_of(TEXTS.map(lambda text: text.encode("utf-8")), BAD_UTF8), max_size=6
+).map(b"".join)
 
 
-def oracle(pieces: list[str]) -> list[tuple[str, str]]:
-    """What httpx-sse yields for ``pieces`` (its iter_sse loop), events with data only."""
+def cut(body: bytes, data: Any) -> list[bytes]:
+    """``body`` cut at any byte positions (empty pieces left out, as httpx never yields one)."""
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=8)))
+    bounds = [0, *cuts, len(body)]
+    return [body[start:end] for start, end in itertools.pairwise(bounds) if end > start]
+
+
+def iter_text(pieces: list[bytes]) -> list[str]:
+    """The text pieces httpx's ``iter_text`` makes of the byte pieces (its TextDecoder)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    texts = [decoder.decode(piece) for piece in pieces]
+    texts.append(decoder.decode(b"", True))
+    return [text for text in texts if text]
+
+
+def oracle(pieces: list[bytes]) -> list[tuple[str, str]]:
+    """What httpx-sse yields for the body's text (its iter_sse loop), events with data only."""
     lines = SSELineDecoder()
     events = SSEDecoder()
     out: list[tuple[str, str]] = []
@@ -40,70 +68,105 @@ def oracle(pieces: list[str]) -> list[tuple[str, str]]:
         if sse is not None and sse.data:
             out.append((sse.event, sse.data))
 
-    for piece in pieces:
-        if piece:  # httpx never hands an empty piece to the decoder
-            for line in lines.decode(piece):
-                take(line)
+    for text in iter_text(pieces):
+        for line in lines.decode(text):
+            take(line)
     for line in lines.flush():
         take(line)
     return out
 
 
-def read(pieces: list[str]) -> list[tuple[str, str]]:
+def read(pieces: list[bytes]) -> list[tuple[str, str]]:
+    """The reader's events, their data read as text the way the JSON decoder reads it."""
     reader = SSEReader()
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, bytes]] = []
     for piece in pieces:
-        if piece:
-            out += reader.feed(piece)
-    return out + reader.finish()
+        out += reader.feed(piece)
+    out += reader.finish()
+    for name, data in out:
+        assert type(name) is str and type(data) is bytes
+    return [(name, data.decode("utf-8", "replace")) for name, data in out]
 
 
-@st.composite
-def chunked(draw: st.DrawFn) -> list[str]:
-    text = draw(TEXTS)
-    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=8)))
-    bounds = [0, *cuts, len(text)]
-    return [text[start:end] for start, end in itertools.pairwise(bounds)]
-
-
-# 400 examples: about 1 s.
+# 400 examples each: about 1 s.
 @settings(max_examples=400, deadline=None)
-@given(chunked())
-@example(["data: a\r", "\ndata: b\r", "\r"])
-@example(["\n\ndata: x\n\n\n", "data: y\n", "\n"])
-@example(["event: e\n", "\n", "data: z\n\n"])
-def test_reader_matches_httpx_sse_for_any_text_and_chunking(pieces: list[str]) -> None:
+@given(TEXTS, st.data())
+@example("data: a\r\ndata: b\r\r", None)
+@example("\n\ndata: x\n\n\ndata: y\n\n", None)
+@example("event: e\n\ndata: z\n\n", None)
+@example("event: é\ndata: 日本\n\n", None)
+@example("data: {}\r\n\r\n", None)
+def test_reader_matches_httpx_sse_for_any_text_and_byte_chunking(text: str, data: Any) -> None:
+    body = text.encode("utf-8")
+    pieces = cut(body, data) if data is not None else [body[i : i + 1] for i in range(len(body))]
     assert read(pieces) == oracle(pieces)
 
 
-@settings(max_examples=100, deadline=None)
-@given(TEXTS)
-def test_one_piece_or_one_character_at_a_time_is_the_same(text: str) -> None:
-    assert read([text]) == read(list(text)) == oracle([text])
+@settings(max_examples=400, deadline=None)
+@given(BODIES, st.data())
+def test_reader_matches_httpx_sse_on_malformed_utf8(body: bytes, data: Any) -> None:
+    pieces = cut(body, data)
+    assert read(pieces) == oracle(pieces)
+
+
+@settings(max_examples=150, deadline=None)
+@given(BODIES)
+def test_one_piece_or_one_byte_at_a_time_is_the_same(body: bytes) -> None:
+    whole = [body] if body else []
+    bytewise = [body[i : i + 1] for i in range(len(body))]
+    assert read(whole) == read(bytewise) == oracle(whole)
+
+
+def test_whole_event_pieces_take_the_short_ways_and_give_the_same() -> None:
+    """The pieces servers send (one event each: OpenAI's, Anthropic's named ones, Google's
+    CRLF ones, keep-alives) against the oracle, one by one and joined."""
+    pieces = [
+        b": OPENROUTER PROCESSING\n\n",
+        b'data: {"a": 1}\n\n',
+        b'event: content_block_delta\ndata: {"b": "\xc3\xa9"}\n\n',
+        b"event: ping\ndata: \n\n",
+        b"event: \ndata: x\n\n",
+        b'data: {"c": 2}\r\n\r\n',
+        b"data: \r\n\r\n",
+        b"data: [DONE]\n\n",
+    ]
+    assert read(pieces) == oracle(pieces) == read([b"".join(pieces)])
+    assert len(read(pieces)) == 5
 
 
 def test_long_event_in_many_pieces_is_read_once() -> None:
     """A 1 MB data line in 1 KB pieces comes out whole (and the reader stays linear)."""
-    payload = "x" * 1_000_000
-    text = f"data: {payload}\n\n"
-    pieces = [text[i : i + 1024] for i in range(0, len(text), 1024)]
-    assert read(pieces) == [("message", payload)]
+    payload = b"x" * 1_000_000
+    body = b"data: " + payload + b"\n\n"
+    pieces = [body[i : i + 1024] for i in range(0, len(body), 1024)]
+    assert read(pieces) == [("message", payload.decode())]
 
 
 # ------------------------------------------------------------------------ NDJSON lines
 
-LINE_TEXTS = st.lists(
-    st.one_of(st.sampled_from(["\n", "\r\n", "\r", " ", "\u2028", "{}", '{"a": 1}']), st.text()),
-    max_size=30,
-).map("".join)
+LINE_ATOMS = st.sampled_from(["\n", "\r\n", "\r", " ", "\t", "\u2028", "\x85", "{}", '{"a": 1}'])
+LINE_BODIES = st.lists(
+    st.one_of(LINE_ATOMS.map(str.encode), st.text().map(str.encode), BAD_UTF8), max_size=30
+).map(b"".join)
 
 
 @settings(max_examples=300, deadline=None)
-@given(LINE_TEXTS, st.data())
-def test_ndjson_lines_are_the_whole_texts_lines_for_any_chunking(text: str, data: Any) -> None:
-    """Cut anywhere, the pieces give the lines of the whole text split at ``\\n`` alone,
-    blank ones dropped (``\\r`` and U+2028 stay inside their line)."""
-    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
-    pieces = [text[start:end] for start, end in itertools.pairwise([0, *cuts, len(text)])]
-    expected = [line for line in text.split("\n") if line.strip(" \t\r\n")]
-    assert list(_ndjson_lines(piece for piece in pieces if piece)) == expected
+@given(LINE_BODIES, st.data())
+@example(b'{"a": 1}\n{"b": 2}\n', None)
+@example(b'{"a": "\xe2\x80\xa8"}\r\n \n\n{}', None)
+def test_ndjson_lines_are_the_whole_bodys_lines_for_any_chunking(body: bytes, data: Any) -> None:
+    """Cut anywhere, the pieces give the lines of the whole body split at ``\\n`` alone,
+    blank ones (JSON whitespace only) dropped; ``\\r``, U+2028 and U+0085 stay inside their
+    line, and so does a malformed sequence."""
+    pieces = cut(body, data) if data is not None else [body[i : i + 1] for i in range(len(body))]
+    expected = [line for line in body.split(b"\n") if line.strip(b" \t\r\n")]
+    assert list(_ndjson_lines(pieces)) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(LINE_ATOMS, max_size=20).map("".join), st.data())
+def test_ndjson_lines_are_the_lines_of_the_text(text: str, data: Any) -> None:
+    """The same law stated on the text an ``iter_text`` reader would cut: its lines at ``\\n``."""
+    pieces = cut(text.encode("utf-8"), data)
+    expected = [line for line in "".join(iter_text(pieces)).split("\n") if line.strip(" \t\r\n")]
+    assert [line.decode("utf-8") for line in _ndjson_lines(pieces)] == expected
