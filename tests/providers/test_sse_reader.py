@@ -109,6 +109,42 @@ def test_reader_matches_httpx_sse_on_malformed_utf8(body: bytes, data: Any) -> N
     assert read(pieces) == oracle(pieces)
 
 
+FIELD_LINES = st.sampled_from(
+    ["data: ", "data:", "data: {}", "data: [1]", "data: é", "event: ping", "event: ", "event:x",
+     ": keep-alive", "id: 1", "data: a: b", "data:  x"]
+)  # fmt: skip
+LINE_ENDS = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@st.composite
+def server_pieces(draw: st.DrawFn) -> list[bytes]:
+    """Events as servers flush them, one piece each (the shapes the short ways serve), with
+    any mix of line ends; now and then two events share a piece or one is split."""
+    pieces: list[bytes] = []
+    for _ in range(draw(st.integers(1, 6))):
+        lines = draw(st.lists(FIELD_LINES, min_size=1, max_size=3))
+        end = draw(LINE_ENDS)
+        ends = [draw(st.one_of(st.just(end), LINE_ENDS)) for _ in lines]
+        event = "".join(line + ending for line, ending in zip(lines, ends, strict=True)) + end
+        pieces.append(event.encode("utf-8"))
+    if len(pieces) > 1 and draw(st.booleans()):
+        at = draw(st.integers(0, len(pieces) - 2))
+        pieces[at : at + 2] = [pieces[at] + pieces[at + 1]]
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(pieces) - 1))
+        split = draw(st.integers(1, max(1, len(pieces[at]) - 1)))
+        pieces[at : at + 1] = [pieces[at][:split], pieces[at][split:]]
+    return [piece for piece in pieces if piece]
+
+
+@settings(max_examples=400, deadline=None)
+@given(server_pieces())
+@example([b"data: x\ndata: y\r\n\r\n"])
+@example([b"event: e\ndata: x\ndata: y\n\n"])
+def test_reader_matches_httpx_sse_on_pieces_servers_send(pieces: list[bytes]) -> None:
+    assert read(pieces) == oracle(pieces)
+
+
 @settings(max_examples=150, deadline=None)
 @given(BODIES)
 def test_one_piece_or_one_byte_at_a_time_is_the_same(body: bytes) -> None:
