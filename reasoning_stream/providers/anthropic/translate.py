@@ -59,7 +59,6 @@ ERROR_STATUS: dict[str, int] = {
 }
 
 
-
 @dataclass(slots=True)
 class _Block:
     """One content block being streamed."""
@@ -131,9 +130,14 @@ class AnthropicTranslator:
         Raises ``ProviderError`` for an ``error`` event (the SDK raises its own exception
         before handing one over; plain-dict transports reach this).
         """
-        kind = field_of(event, "type")
-        if kind == "content_block_delta":
-            return self._on_delta(field_of(event, "index"), field_of(event, "delta"))
+        if type(event) is dict:  # a lean transport's event: the delta's fields read directly
+            kind = event.get("type")
+            if kind == "content_block_delta":
+                return self._on_delta(event.get("index"), event.get("delta"))
+        else:
+            kind = field_of(event, "type")
+            if kind == "content_block_delta":
+                return self._on_delta(field_of(event, "index"), field_of(event, "delta"))
         if kind == "content_block_start":
             return self._on_start(field_of(event, "index"), field_of(event, "content_block"))
         if kind == "content_block_stop":
@@ -257,13 +261,14 @@ class AnthropicTranslator:
     def _on_delta(self, index: Any, delta: Any) -> list[Event]:
         if not isinstance(index, int) or delta is None:
             return []
-        delta_type = field_of(delta, "type")
+        plain = type(delta) is dict
+        delta_type = delta.get("type") if plain else field_of(delta, "type")
         block = self._blocks.get(index)
         if delta_type == "thinking_delta":
             if block is None:
                 block = self._blocks[index] = _Block("thinking", position=self._position())
-            piece = text_of(field_of(delta, "thinking"))
-            if not piece:
+            piece = delta.get("thinking") if plain else field_of(delta, "thinking")
+            if not piece or not isinstance(piece, str):
                 return []
             block.parts.append(piece)
             return [ReasoningDelta(piece)]
@@ -274,9 +279,11 @@ class AnthropicTranslator:
             block.signature = text_of(field_of(delta, "signature"))
             return []
         if delta_type == "text_delta":
-            piece = text_of(field_of(delta, "text"))
+            piece = delta.get("text") if plain else field_of(delta, "text")
+            if not piece or not isinstance(piece, str):
+                return []
             self._text_length += len(piece)
-            return [TextDelta(piece)] if piece else []
+            return [TextDelta(piece)]
         if delta_type == "input_json_delta" and block is not None:
             block.parts.append(text_of(field_of(delta, "partial_json")))
             return []

@@ -30,7 +30,6 @@ _NANOSECONDS = 1_000_000_000
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 
 
-
 def _arguments_text(arguments: Any) -> str:
     if arguments is None:
         return "{}"

@@ -49,7 +49,6 @@ ENCRYPTED_KIND = "encrypted"
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
-
 def text_of(value: Any) -> str | None:
     """A non-empty string, or ``None``: JSON ``null`` and non-strings never become text."""
     return value if isinstance(value, str) and value else None
@@ -150,7 +149,7 @@ class OpenAIResponsesTranslator:
 
     def feed(self, chunk: Any) -> list[Event]:
         """The events for one stream event; unknown event types give none."""
-        kind = field_of(chunk, "type")
+        kind = chunk.get("type") if type(chunk) is dict else field_of(chunk, "type")
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         return handler(chunk) if handler is not None else []
 
@@ -196,7 +195,7 @@ class OpenAIResponsesTranslator:
     # ---------------------------------------------------------------------- reasoning
 
     def _part_events(self, chunk: Any, kind: str, index: Any) -> list[Event]:
-        delta = text_of(field_of(chunk, "delta"))
+        delta = text_of(chunk.get("delta") if type(chunk) is dict else field_of(chunk, "delta"))
         key = self._key(chunk)
         part = (key, kind, index)
         events: list[Event] = []
@@ -211,7 +210,10 @@ class OpenAIResponsesTranslator:
         return events
 
     def _on_summary_delta(self, chunk: Any) -> list[Event]:
-        return self._part_events(chunk, "summary", field_of(chunk, "summary_index"))
+        index = (
+            chunk.get("summary_index") if type(chunk) is dict else field_of(chunk, "summary_index")
+        )
+        return self._part_events(chunk, "summary", index)
 
     def _on_reasoning_text_delta(self, chunk: Any) -> list[Event]:
         return self._part_events(chunk, "text", field_of(chunk, "content_index"))
@@ -239,8 +241,8 @@ class OpenAIResponsesTranslator:
         # reasoning that resumes later starts a new one.
         self._open_part = None
         self._text_streamed.add(self._key(chunk))
-        delta = text_of(field_of(chunk, "delta"))
-        return [TextDelta(delta)] if delta is not None else []
+        delta = chunk.get("delta") if type(chunk) is dict else field_of(chunk, "delta")
+        return [TextDelta(delta)] if delta and isinstance(delta, str) else []
 
     # ---------------------------------------------------------------------- tool calls
 
@@ -448,7 +450,9 @@ class OpenAIResponsesTranslator:
     @staticmethod
     def _key(chunk: Any, item: Any = None) -> Any:
         """Which output item an event belongs to: its output index, else the item id."""
-        index = field_of(chunk, "output_index")
+        index = (
+            chunk.get("output_index") if type(chunk) is dict else field_of(chunk, "output_index")
+        )
         if isinstance(index, int):
             return index
         return field_of(chunk, "item_id") or field_of(item, "id")
