@@ -7,14 +7,19 @@ id the transport learned before the first chunk (Bedrock's request id). The driv
 
 - :func:`sdk_source` / :func:`asdk_source`: an official SDK's stream object (openai,
   anthropic), closed completely, generators included.
-- :func:`iter_sse_json` / :func:`aiter_sse_json`: POST a JSON body with httpx, read the
-  ``text/event-stream`` reply with httpx-sse, decode each ``data:`` with
-  :func:`reasoning_stream._json.loads` (msgspec with the ``fast`` extra, else ``json.loads``),
-  stop at ``[DONE]``. No SDK model objects: the lean transport (``transport="httpx"``) of
-  OpenAI Chat, Responses and Anthropic, and the only one of Gemini and OpenRouter.
+- :func:`iter_sse_json` / :func:`aiter_sse_json`: POST a JSON body with httpx (httpx-sse's
+  ``connect_sse``), cut the ``text/event-stream`` reply's bytes into events with
+  :class:`SSEReader` (httpx-sse's framing rules, checked against it by a law), decode each
+  ``data:`` payload's bytes with :func:`reasoning_stream._json.loads_utf8` (msgspec with the
+  ``fast`` extra, else ``json.loads``), stop at ``[DONE]``. No SDK model objects: the lean
+  transport (``transport="httpx"``) of OpenAI Chat, Responses and Anthropic, and the only one
+  of Gemini and OpenRouter.
 - :func:`ndjson_source` / :func:`andjson_source`: a newline-delimited JSON stream as the
   ``ollama`` SDK's generator decodes it; :func:`iter_ndjson` / :func:`aiter_ndjson`: the same
-  wire read with httpx alone (Ollama's lean transport).
+  wire read with httpx alone, its lines cut from the bytes (Ollama's lean transport).
+- :func:`wire_bytes` / :func:`awire_bytes`: the reply's bytes as the lean readers take them,
+  through as few of httpx's layers as the reply allows (no text decoding: the readers cut
+  bytes, and msgspec reads UTF-8 itself).
 - :func:`lean_client`, :func:`check_lean_client`: the httpx clients of the lean transports.
 - :func:`event_stream_source` / :func:`aevent_stream_source`: a boto3 ``EventStream``; boto3
   is sync only, so the async twin reads it in a thread of its own, hands the event loop every
