@@ -141,8 +141,10 @@ class AnthropicTranslator:
         if kind == "content_block_start":
             return self._on_start(field_of(event, "index"), field_of(event, "content_block"))
         if kind == "content_block_stop":
-            block = self._blocks.pop(field_of(event, "index"), None)
-            return self._close(field_of(event, "index"), block) if block else []
+            index = field_of(event, "index")
+            # Blocks are kept by their int index; any other index (an object too) closes none.
+            block = self._blocks.pop(index, None) if isinstance(index, int) else None
+            return self._close(index, block) if block else []
         if kind == "message_start":
             return self._on_message_start(field_of(event, "message"))
         if kind == "message_delta":
@@ -327,6 +329,11 @@ class AnthropicTranslator:
         )
 
 
+def _is_count(value: Any) -> bool:
+    """A token count is an int (a JSON ``true`` is none)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _usage(usage: Any) -> Usage | None:
     """Usage from a ``message_start`` or ``message_delta`` usage object.
 
@@ -340,13 +347,13 @@ def _usage(usage: Any) -> Usage | None:
         field_of(usage, name)
         for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     ]
-    counted = [value for value in inputs if isinstance(value, int)]
+    counted = [value for value in inputs if _is_count(value)]
     output = field_of(usage, "output_tokens")
     thinking = field_of(field_of(usage, "output_tokens_details"), "thinking_tokens")
     result = Usage(
-        input_tokens=sum(counted) if isinstance(inputs[0], int) else None,
-        output_tokens=output if isinstance(output, int) else None,
-        reasoning_tokens=thinking if isinstance(thinking, int) else None,
+        input_tokens=sum(counted) if _is_count(inputs[0]) else None,
+        output_tokens=output if _is_count(output) else None,
+        reasoning_tokens=thinking if _is_count(thinking) else None,
     )
     return None if result == Usage() else result
 

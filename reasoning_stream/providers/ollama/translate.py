@@ -30,6 +30,11 @@ _NANOSECONDS = 1_000_000_000
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 
 
+def _count(value: Any) -> int | None:
+    """A token count: an int (a JSON ``true`` is none)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _arguments_text(arguments: Any) -> str:
     if arguments is None:
         return "{}"
@@ -96,7 +101,8 @@ class OllamaTranslator:
                 thinking = field_of(message, "thinking")
                 content = field_of(message, "content")
                 tool_calls = field_of(message, "tool_calls")
-            tool_calls = tool_calls or ()
+            if not isinstance(tool_calls, list):
+                tool_calls = ()  # none, or not a list of calls (malformed)
         elif plain:
             thinking = chunk.get("thinking")
             content = chunk.get("response")
@@ -182,16 +188,11 @@ class OllamaTranslator:
         }
         self.server_timings = timings or None
         events: list[Event] = []
-        prompt_tokens = field_of(chunk, "prompt_eval_count")
-        output_tokens = field_of(chunk, "eval_count")
-        if isinstance(prompt_tokens, int) or isinstance(output_tokens, int):
+        prompt_tokens = _count(field_of(chunk, "prompt_eval_count"))
+        output_tokens = _count(field_of(chunk, "eval_count"))
+        if prompt_tokens is not None or output_tokens is not None:
             events.append(
-                UsageReport(
-                    Usage(
-                        input_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
-                        output_tokens=output_tokens if isinstance(output_tokens, int) else None,
-                    )
-                )
+                UsageReport(Usage(input_tokens=prompt_tokens, output_tokens=output_tokens))
             )
         reason = field_of(chunk, "done_reason")
         events.append(Finish(reason if isinstance(reason, str) and reason else "stop"))

@@ -219,7 +219,7 @@ class OpenAIChatTranslator:
         if error:
             raise self._stream_error(error)
         choices = chunk.get("choices") if plain else field_of(chunk, "choices")
-        if choices:
+        if choices and isinstance(choices, list):
             for choice in choices:
                 if type(choice) is dict:
                     if choice.get("index") not in (0, None):
@@ -325,7 +325,7 @@ class OpenAIChatTranslator:
         if isinstance(refusal, str) and refusal:
             events.append(TextDelta(refusal))
         tool_calls = delta.get("tool_calls") if plain else field_of(delta, "tool_calls")
-        if tool_calls:
+        if tool_calls and isinstance(tool_calls, list):
             for part in tool_calls:
                 self._feed_tool_call(part)
 
@@ -416,8 +416,8 @@ class OpenAIChatTranslator:
         for item in items:
             if not isinstance(item, Mapping):
                 continue
-            kind = item.get("type")
-            index = item.get("index")
+            kind = _hashable(item.get("type"))
+            index = _hashable(item.get("index"))
             key = (index, kind) if index is not None else (f"#{len(self._details)}", kind)
             kept = self._details.get(key)
             if kept is None:
@@ -489,11 +489,17 @@ def _starts_new_call(call: _PartialCall, call_id: Any) -> bool:
     return bool(isinstance(call_id, str) and call_id and call.id and call_id != call.id)
 
 
+def _hashable(value: Any) -> Any:
+    """A JSON value that can key a dict; an array or an object (malformed here) is ``None``."""
+    return None if isinstance(value, list | dict) else value
+
+
 def _details_text(items: list[Any]) -> str:
     parts: list[str] = []
     for item in items:
         if isinstance(item, Mapping):
-            name = _DETAIL_TEXT_FIELDS.get(item.get("type"))  # type: ignore[arg-type]
+            kind = item.get("type")
+            name = _DETAIL_TEXT_FIELDS.get(kind) if isinstance(kind, str) else None
             text = item.get(name) if name else None
             if isinstance(text, str) and text:
                 parts.append(text)

@@ -54,6 +54,11 @@ def text_of(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _list(value: Any) -> list[Any]:
+    """An array field's items; a missing or malformed one (not an array) has none."""
+    return value if isinstance(value, list) else []
+
+
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -328,7 +333,7 @@ class OpenAIResponsesTranslator:
     def _unstreamed_reasoning(self, item: Any) -> list[Event]:
         """Reasoning a server put only in the finished item (no deltas): one segment a part."""
         events: list[Event] = []
-        for part in (*(field_of(item, "summary") or ()), *(field_of(item, "content") or ())):
+        for part in (*_list(field_of(item, "summary")), *_list(field_of(item, "content"))):
             text = text_of(field_of(part, "text"))
             if text is not None:
                 events += [ReasoningDelta(text), ReasoningEnd()]
@@ -336,7 +341,7 @@ class OpenAIResponsesTranslator:
 
     def _unstreamed_text(self, item: Any) -> list[Event]:
         events: list[Event] = []
-        for part in field_of(item, "content") or ():
+        for part in _list(field_of(item, "content")):
             text = text_of(field_of(part, "text")) or text_of(field_of(part, "refusal"))
             if text is not None:
                 events.append(TextDelta(text))
@@ -455,7 +460,9 @@ class OpenAIResponsesTranslator:
         )
         if isinstance(index, int):
             return index
-        return field_of(chunk, "item_id") or field_of(item, "id")
+        key = field_of(chunk, "item_id") or field_of(item, "id")
+        # An id that is an array or an object (malformed) names no item.
+        return None if isinstance(key, list | dict) else key
 
 
 def _order(key: Any) -> tuple[int, int]:
