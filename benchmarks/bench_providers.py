@@ -833,7 +833,7 @@ def main(chunks: int = CHUNKS, *, profile: bool = False, heap: bool = False) -> 
 #
 # One table for every provider: each wire's floor (httpx + its framing + the stdlib's
 # json.loads), the bare SDK loop, the pipe on the SDK and the lean pipe (stdlib JSON, and
-# _json.loads with the `fast` extra), sync and async, timed in interleaved rounds; ratios are
+# _json.loads_utf8 with the `fast` extra), sync and async, timed in interleaved rounds; ratios are
 # taken within a round and reported as medians with their spread.
 
 EVERY_CHUNKS = 4_000
