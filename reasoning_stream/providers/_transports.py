@@ -209,28 +209,29 @@ class SSEReader:
         """The events that ``chunk`` completes, in order."""
         if not self._pending and not self._cr:
             # The common pieces: whole events and nothing more (servers flush per event).
-            if chunk.endswith(b"\n\n"):
-                if b"\r" not in chunk:
+            # (Byte membership, slicing and comparison cost less than a method call each.)
+            if chunk[-2:] == b"\n\n":
+                if _CR not in chunk:
                     end = len(chunk) - 2
-                    if chunk.startswith(b"data: "):
-                        if chunk.find(b"\n") == end:
-                            return [("message", chunk[6:end])] if end > 6 else []
-                    elif chunk.startswith(b"event: "):
+                    if chunk[:6] == b"data: ":
+                        data = chunk[6:end]
+                        if _LF not in data:
+                            return [("message", data)] if data else []
+                    elif chunk[:7] == b"event: ":
                         line = chunk.find(b"\n")
-                        if (
-                            chunk.startswith(b"data: ", line + 1)
-                            and chunk.find(b"\n", line + 1) == end
-                        ):
-                            if end == line + 7:
-                                return []
-                            name = chunk[7:line].decode("utf-8", "replace") or "message"
-                            return [(name, chunk[line + 7 : end])]
+                        if chunk[line + 1 : line + 7] == b"data: ":
+                            data = chunk[line + 7 : end]
+                            if _LF not in data:
+                                if not data:
+                                    return []
+                                name = chunk[7:line].decode("utf-8", "replace") or "message"
+                                return [(name, data)]
                     return self._blocks(chunk.split(b"\n\n")[:-1])
-            elif chunk.endswith(b"\r\n\r\n") and chunk.startswith(b"data: "):
+            elif chunk[-4:] == b"\r\n\r\n" and chunk[:6] == b"data: ":
                 # CRLF line ends (Google's servers): one data line ends at the first "\r".
-                end = len(chunk) - 4
-                if chunk.find(b"\r") == end and chunk.find(b"\n") == end + 1:
-                    return [("message", chunk[6:end])] if end > 6 else []
+                data = chunk[6:-4]
+                if _CR not in data and _LF not in data:
+                    return [("message", data)] if data else []
         if self._cr:
             chunk = b"\r" + chunk
             self._cr = False
@@ -275,6 +276,7 @@ class SSEReader:
 
 
 _LF = ord("\n")
+_CR = ord("\r")
 
 
 def _parse_block(block: bytes) -> tuple[str, bytes] | None:
@@ -357,7 +359,7 @@ def iter_sse_json(
         feed = reader.feed
         for piece in wire_bytes(response):
             for name, data in feed(piece):
-                if data.startswith(_DONE):
+                if data[:6] == _DONE:
                     return
                 if decode_event is None:
                     yield decode(provider, data)
@@ -366,7 +368,7 @@ def iter_sse_json(
                 if chunk is not SKIP:
                     yield chunk
         for name, data in reader.finish():
-            if data.startswith(_DONE):
+            if data[:6] == _DONE:
                 return
             chunk = (
                 decode(provider, data)
@@ -403,7 +405,7 @@ async def aiter_sse_json(
         try:
             async for piece in pieces:
                 for name, data in feed(piece):
-                    if data.startswith(_DONE):
+                    if data[:6] == _DONE:
                         await _drain(pieces)
                         return
                     if decode_event is None:
@@ -413,7 +415,7 @@ async def aiter_sse_json(
                     if chunk is not SKIP:
                         yield chunk
             for name, data in reader.finish():
-                if data.startswith(_DONE):
+                if data[:6] == _DONE:
                     return
                 chunk = (
                     decode(provider, data)
@@ -542,10 +544,10 @@ def iter_ndjson(
             raise status_error(provider, response)
         pending: list[bytes] = []
         for piece in wire_bytes(response):
-            if not pending and piece.find(b"\n") == len(piece) - 1:
+            if not pending and piece[-1:] == b"\n" and _LF not in (line := piece[:-1]):
                 # The common piece: one whole line (servers flush per line).
-                if piece.strip(_JSON_SPACE):
-                    yield decode(provider, piece[:-1])
+                if line.strip(_JSON_SPACE):
+                    yield decode(provider, line)
                 continue
             for line in _split_lines(piece, pending):
                 yield decode(provider, line)
@@ -573,9 +575,9 @@ async def aiter_ndjson(
         pending: list[bytes] = []
         try:
             async for piece in pieces:
-                if not pending and piece.find(b"\n") == len(piece) - 1:
-                    if piece.strip(_JSON_SPACE):
-                        yield decode(provider, piece[:-1])
+                if not pending and piece[-1:] == b"\n" and _LF not in (line := piece[:-1]):
+                    if line.strip(_JSON_SPACE):
+                        yield decode(provider, line)
                     continue
                 for line in _split_lines(piece, pending):
                     yield decode(provider, line)
@@ -621,9 +623,9 @@ def _ndjson_lines(pieces: Iterable[bytes]) -> Iterator[bytes]:
     """The lines of the pieces, as :func:`iter_ndjson` cuts them."""
     pending: list[bytes] = []
     for piece in pieces:
-        if not pending and piece.find(b"\n") == len(piece) - 1:
-            if piece.strip(_JSON_SPACE):
-                yield piece[:-1]
+        if not pending and piece[-1:] == b"\n" and _LF not in (line := piece[:-1]):
+            if line.strip(_JSON_SPACE):
+                yield line
             continue
         yield from _split_lines(piece, pending)
     rest = _last_line(pending)

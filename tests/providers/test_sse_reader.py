@@ -14,13 +14,26 @@ from __future__ import annotations
 
 import codecs
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
+import anyio
+import httpx
+import pytest
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream.providers._transports import SSEReader, _ndjson_lines
+from reasoning_stream.providers._transports import (
+    SSEReader,
+    _ndjson_lines,
+    aiter_ndjson,
+    aiter_sse_json,
+    iter_ndjson,
+    iter_sse_json,
+)
+from reasoning_stream.testing import Reply, WireServer
+from tests.reliability import RawTranscript
 
 # Pieces that make the framing's edge cases likely: every line end, blank lines, comments,
 # fields with and without a space or a colon, unknown fields, and JSON-ish data.
@@ -111,7 +124,8 @@ def test_reader_matches_httpx_sse_on_malformed_utf8(body: bytes, data: Any) -> N
 
 FIELD_LINES = st.sampled_from(
     ["data: ", "data:", "data: {}", "data: [1]", "data: é", "event: ping", "event: ", "event:x",
-     ": keep-alive", "id: 1", "data: a: b", "data:  x"]
+     ": keep-alive", "id: 1", "data: a: b", "data:  x", "data: [DONE]", "data: [DONE",
+     "data: [DONE] more"]
 )  # fmt: skip
 LINE_ENDS = st.sampled_from(["\n", "\r\n", "\r"])
 
@@ -206,3 +220,98 @@ def test_ndjson_lines_are_the_lines_of_the_text(text: str, data: Any) -> None:
     pieces = cut(text.encode("utf-8"), data)
     expected = [line for line in "".join(iter_text(pieces)).split("\n") if line.strip(" \t\r\n")]
     assert [line.decode("utf-8") for line in _ndjson_lines(pieces)] == expected
+
+
+# ------------------------------------------------- the transports' own loops, over a socket
+#
+# iter_sse_json and iter_ndjson (and their async twins) take each piece's short way
+# themselves; these laws serve any body, cut anywhere, from a real loopback server and read it
+# through them, against the oracle's reading of the whole body.
+
+_routes = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[WireServer]:
+    with WireServer() as wire:
+        yield wire
+
+
+def served(wire: WireServer, pieces: list[bytes], content_type: str) -> str:
+    """The URL where ``wire`` answers one POST with ``pieces``, each written and flushed."""
+    path = f"/law{next(_routes)}"
+    headers = {"Content-Type": content_type}
+    wire.add(Reply(RawTranscript(path=path, format="raw", headers=headers, pieces=pieces)))
+    return wire.url + path
+
+
+def until_done(events: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The events before the first whose data starts with ``[DONE]`` (which ends a stream)."""
+    for position, (_, data) in enumerate(events):
+        if data.startswith("[DONE]"):
+            return events[:position]
+    return events
+
+
+def _named(provider: str, name: str, data: bytes) -> tuple[str, str]:
+    return (name, data.decode("utf-8", "replace"))
+
+
+def _line(provider: str, line: bytes) -> bytes:
+    return line
+
+
+async def _aread_sse(url: str) -> list[Any]:
+    async with httpx.AsyncClient() as client:
+        stream = aiter_sse_json(
+            client, url, body={}, headers={}, provider="law", decode_event=_named
+        )
+        return [event async for event in stream]
+
+
+async def _aread_ndjson(url: str) -> list[Any]:
+    async with httpx.AsyncClient() as client:
+        stream = aiter_ndjson(client, url, body={}, headers={}, provider="law", decode=_line)
+        return [line async for line in stream]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.one_of(server_pieces(), BODIES.map(lambda body: [body])), st.data())
+def test_the_sse_transport_reads_any_body_as_httpx_sse(
+    server: WireServer, pieces: list[bytes], data: Any
+) -> None:
+    if data.draw(st.booleans()):
+        pieces = cut(b"".join(pieces), data)
+    expected = until_done(oracle([b"".join(pieces)] if pieces else []))
+    url = served(server, pieces, "text/event-stream")
+    with httpx.Client() as client:
+        stream = iter_sse_json(
+            client, url, body={}, headers={}, provider="law", decode_event=_named
+        )
+        assert list(stream) == expected
+    url = served(server, pieces, "text/event-stream")
+    assert anyio.run(_aread_sse, url) == expected
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(LINE_BODIES, st.data())
+def test_the_ndjson_transport_cuts_any_body_at_newlines(
+    server: WireServer, body: bytes, data: Any
+) -> None:
+    pieces = (
+        cut(body, data)
+        if data.draw(st.booleans())
+        else [line + b"\n" for line in body.split(b"\n")]
+    )
+    pieces = [piece for piece in pieces if piece]
+    expected = [line for line in b"".join(pieces).split(b"\n") if line.strip(b" \t\r\n")]
+    url = served(server, pieces, "application/x-ndjson")
+    with httpx.Client() as client:
+        stream = iter_ndjson(client, url, body={}, headers={}, provider="law", decode=_line)
+        assert list(stream) == expected
+    url = served(server, pieces, "application/x-ndjson")
+    assert anyio.run(_aread_ndjson, url) == expected
