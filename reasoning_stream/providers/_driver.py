@@ -507,12 +507,15 @@ class ProviderPipe(Pipe, metaclass=_Validated):
         client = self.sync_client()
         translator = self.translator()
         source = self.open_stream(client, prompt)
-        self.set_response_id(source.response_id)
+        recorded = source.response_id
+        self.set_response_id(recorded)
         try:
             for chunk in source.chunks:
                 events = translator.feed(chunk)
-                if translator.response_id is not None:
-                    self.set_response_id(translator.response_id)
+                # Most wires repeat the response's id on every chunk: record it when it changes.
+                if translator.response_id != recorded and translator.response_id is not None:
+                    recorded = translator.response_id
+                    self.set_response_id(recorded)
                 yield from events
             yield from translator.finish()
         except Exception:
@@ -567,11 +570,13 @@ class ProviderPipe(Pipe, metaclass=_Validated):
         source: AsyncSource | None = None
         try:
             source = await self.aopen_stream(client, prompt)
-            self.set_response_id(source.response_id)
+            recorded = source.response_id
+            self.set_response_id(recorded)
             async for chunk in source.chunks:
                 events = translator.feed(chunk)
-                if translator.response_id is not None:
-                    self.set_response_id(translator.response_id)
+                if translator.response_id != recorded and translator.response_id is not None:
+                    recorded = translator.response_id
+                    self.set_response_id(recorded)
                 if events:
                     yield events
             events = translator.finish()
