@@ -6,15 +6,19 @@ so the figure includes the export. Workloads: ``bench_pipe``'s (one run of 100,0
 ``ScriptedPipe`` replaying a short reply, 2,000 times (no I/O: the harshest ratio); and an
 ``OpenAIChatPipe`` (httpx transport) reading a bundled transcript from a loopback WireServer in
 a child process, as a real run does (the fastest server there is: a remote one only makes the
-ratio smaller).
+ratio smaller). "SDK floor" is the same SDK calls with the same data and nothing else, so "on"
+minus it is what our own code costs (see :class:`_Replay`). Interleaved rounds, medians and
+spreads (``_rounds``).
 
-``python -m benchmarks.bench_telemetry`` (needs the ``test`` extra for the SDK).
+``python -m benchmarks.bench_telemetry`` (needs the ``test`` extra for the SDK); name workloads
+(``bench_pipe``, ``scripted``, ``scripted_async``, ``wire``) to run some, ``--rounds N`` (9).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import anyio
 import httpx
@@ -24,18 +28,19 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from reasoning_stream import ReasoningDelta, TextDelta, telemetry
+from reasoning_stream import ReasoningDelta, TextDelta, _observers, telemetry
 from reasoning_stream.providers import OpenAIChatPipe
 from reasoning_stream.testing import ScriptedPipe
 
 from . import bench_pipe
-from ._timing import Timing, child_server, measure
+from ._rounds import cpu_seconds, median, spread
+from ._timing import child_server
 
 EVENTS_PER_RUN = 200
 """A short reply: 100 reasoning deltas, then 100 answer deltas."""
 SCRIPTED_RUNS = 2_000
 WIRE_RUNS = 300
-REPEAT = 5
+ROUNDS = 9
 
 
 def _script() -> list[ReasoningDelta | TextDelta]:
@@ -46,51 +51,154 @@ def _script() -> list[ReasoningDelta | TextDelta]:
 
 
 def _sdk_on(capture: telemetry.ContentCapture) -> InMemorySpanExporter:
+    return _sdk_setup(capture)[0]
+
+
+def _sdk_setup(
+    capture: telemetry.ContentCapture,
+) -> tuple[InMemorySpanExporter, InMemoryMetricReader]:
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
     telemetry.instrument(
         tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=capture
     )
-    return exporter
+    return exporter, reader
 
 
-def _compare(label: str, work: Callable[[], object], runs: int) -> dict[str, float]:
-    """Plain, off and on, measured in rounds so drifts of the machine hit each alike."""
-    best: dict[str, Timing] = {}
+_START_KEYS = frozenset(
+    {
+        telemetry.OPERATION,
+        telemetry.PROVIDER,
+        telemetry.REQUEST_MODEL,
+        telemetry.REQUEST_STREAM,
+        telemetry.SERVER_ADDRESS,
+        telemetry.SERVER_PORT,
+        telemetry.OUR_PROVIDER,
+        telemetry.PIPE_NAME,
+    }
+)
+"""The attributes telemetry gives a pipe span when it starts (the rest come at its end)."""
 
-    def keep(name: str, timing: Timing) -> None:
-        old = best.get(name)
-        if old is None or timing.cpu < old.cpu:
-            best[name] = timing
 
-    for _ in range(REPEAT):
+class _Replay:
+    """The SDK's own floor: a run observer making the SDK calls telemetry makes for one run,
+    with what one instrumented run exported (the span's name, kind and attributes, the
+    value and attributes of each histogram point), computing nothing of its own.
+
+    ``on`` minus this is what ``reasoning_stream.telemetry`` itself costs a run.
+    """
+
+    def __init__(self, exporter: InMemorySpanExporter, reader: InMemoryMetricReader) -> None:
+        from opentelemetry import context, trace
+
+        span = exporter.get_finished_spans()[-1]
+        attributes = dict(span.attributes or {})
+        self.name, self.kind = span.name, span.kind
+        self.start = {k: v for k, v in attributes.items() if k in _START_KEYS}
+        self.end = {k: v for k, v in attributes.items() if k not in _START_KEYS}
+        self.exporter = InMemorySpanExporter()
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+        self.tracer = tracer_provider.get_tracer(telemetry.SCOPE_NAME)
+        instruments = telemetry._Instruments(meter_provider.get_meter(telemetry.SCOPE_NAME))
+        by_name = {
+            telemetry.OPERATION_DURATION_METRIC: instruments.duration,
+            telemetry.TOKEN_USAGE_METRIC: instruments.tokens,
+            telemetry.TIME_TO_FIRST_CHUNK_METRIC: instruments.first_chunk,
+            telemetry.REASONING_DURATION_METRIC: instruments.reasoning,
+        }
+        self.points: list[tuple[Any, float, dict[str, Any]]] = []
+        data = reader.get_metrics_data()
+        assert data is not None
+        for resource in data.resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        value = point.sum / point.count  # type: ignore[union-attr]
+                        point_attributes = dict(point.attributes or {})
+                        self.points.append((by_name[metric.name], value, point_attributes))
+        self._current = context.get_current
+        self._attach, self._detach = context.attach, context.detach
+        self._in_context = trace.set_span_in_context
+
+    def run_started(self, runner: object, prompt: object) -> _ReplayScope:
+        parent = self._current()
+        span = self.tracer.start_span(self.name, parent, kind=self.kind, attributes=self.start)
+        return _ReplayScope(self, span, self._attach(self._in_context(span, parent)), parent)
+
+
+class _ReplayScope:
+    def __init__(self, replay: _Replay, span: Any, token: Any, parent: Any) -> None:
+        self.replay, self.span, self.token, self.parent = replay, span, token, parent
+
+    def run_finished(self, result: object, error: object) -> None:
+        replay = self.replay
+        replay._detach(self.token)
+        self.span.set_attributes(replay.end)
+        self.span.end()
+        for histogram, value, attributes in replay.points:
+            histogram.record(value, attributes, self.parent)
+
+
+def _compare(
+    label: str, work: Callable[[], object], runs: int, repeat: int = 1
+) -> dict[str, list[float]]:
+    """Plain, off and on, in interleaved rounds so drifts of the machine hit each alike.
+
+    Each round times every setting once, back to back, and takes the ratios to that round's
+    plain run; the table gives the median and the spread (lowest to highest) over the rounds,
+    and what telemetry adds to one run, in CPU microseconds (median of ``setting - plain``).
+    "SDK floor" replays the same SDK calls with the data "on" exported (see :class:`_Replay`).
+    A short ``work`` is timed ``repeat`` times per setting and round, keeping the fastest.
+    """
+    settings = ("off", "on", "SDK floor", "on, capture full")
+    plain: list[float] = []
+    seconds: dict[str, list[float]] = {name: [] for name in settings}
+    replay: _Replay | None = None
+    for _ in range(ROUNDS):
         telemetry.uninstrument()
-        keep("plain", measure(work, repeat=1))
+        plain.append(cpu_seconds(work, repeat=repeat))
         telemetry.instrument()  # the global no-op providers: enabled, then removed
         telemetry.uninstrument()
-        keep("off", measure(work, repeat=1))
-        exporter = _sdk_on("none")
-        keep("on", measure(work, repeat=1))
+        seconds["off"].append(cpu_seconds(work, repeat=repeat))
+        exporter, reader = _sdk_setup("none")
+        seconds["on"].append(cpu_seconds(work, repeat=repeat))
+        telemetry.uninstrument()
+        if replay is None:
+            replay = _Replay(exporter, reader)
         exporter.clear()
+        _observers.add_run_observer(replay)
+        seconds["SDK floor"].append(cpu_seconds(work, repeat=repeat))
+        _observers.remove_run_observer(replay)
+        replay.exporter.clear()
         exporter = _sdk_on("full")
-        keep("on, capture full", measure(work, repeat=1))
+        seconds["on, capture full"].append(cpu_seconds(work, repeat=repeat))
         exporter.clear()
         telemetry.uninstrument()
-    floor = best["plain"]
-    print(f"{label}: {runs:,} runs")
-    print(f"| {'telemetry':<24} | {'CPU/run':>10} | {'ratio':>6} |")
-    print(f"|{'-' * 26}|{'-' * 12}|{'-' * 8}|")
-    for name, timing in best.items():
+    print(f"{label}: {runs:,} runs, {ROUNDS} interleaved rounds")
+    print(f"| {'telemetry':<18} | {'CPU/run':>10} | {'added/run':>10} | {'ratio':>20} |")
+    print(f"|{'-' * 20}|{'-' * 12}|{'-' * 12}|{'-' * 22}|")
+    print(f"| {'plain':<18} | {median(plain) / runs * 1e6:>7.1f} us | {'':>10} | {'1.00x':>20} |")
+    ratios: dict[str, list[float]] = {}
+    for name in settings:
+        values = seconds[name]
+        ratios[name] = [value / floor for value, floor in zip(values, plain, strict=True)]
+        added = median([value - floor for value, floor in zip(values, plain, strict=True)])
         print(
-            f"| {name:<24} | {timing.cpu / runs * 1e6:>7.1f} us | {timing.cpu / floor.cpu:>5.2f}x |"
+            f"| {name:<18} | {median(values) / runs * 1e6:>7.1f} us | "
+            f"{added / runs * 1e6:>7.1f} us | {spread(ratios[name]) + 'x':>20} |"
         )
-    print()
-    return {name: timing.cpu / floor.cpu for name, timing in best.items()}
+    pairs = zip(seconds["on"], seconds["SDK floor"], strict=True)
+    ours = [(on - sdk) / runs * 1e6 for on, sdk in pairs]
+    print(f"telemetry's own code above the SDK floor: {spread(ours, '{:.1f}')} us a run\n")
+    return ratios
 
 
-def pipe_benchmark() -> dict[str, float]:
+def pipe_benchmark() -> dict[str, list[float]]:
     """The workload of ``bench_pipe``: one ``arun`` of 100,000 events into an async callback."""
     items = bench_pipe.script()
     sink: list[str] = []
@@ -104,10 +212,11 @@ def pipe_benchmark() -> dict[str, float]:
         sink.clear()
         anyio.run(pipe.arun, "p")
 
-    return _compare(f"bench_pipe's ScriptedPipe.arun, {bench_pipe.EVENTS:,} events", work, 1)
+    label = f"bench_pipe's ScriptedPipe.arun, {bench_pipe.EVENTS:,} events"
+    return _compare(label, work, 1, repeat=3)
 
 
-def scripted() -> dict[str, float]:
+def scripted() -> dict[str, list[float]]:
     pipe = ScriptedPipe(_script())
     sink: list[str] = []
     pipe.set_streaming_callback(sink.append)
@@ -120,7 +229,7 @@ def scripted() -> dict[str, float]:
     return _compare(f"ScriptedPipe.run, {EVENTS_PER_RUN} events", work, SCRIPTED_RUNS)
 
 
-def scripted_async() -> dict[str, float]:
+def scripted_async() -> dict[str, list[float]]:
     pipe = ScriptedPipe(_script())
     sink: list[str] = []
 
@@ -157,7 +266,7 @@ def loopback() -> Iterator[str]:
         yield url
 
 
-def wire() -> dict[str, float]:
+def wire() -> dict[str, list[float]]:
     with loopback() as url, httpx.Client() as client:
         pipe = OpenAIChatPipe(
             "Qwen/Qwen3-8B",
@@ -174,20 +283,37 @@ def wire() -> dict[str, float]:
         return _compare("OpenAIChatPipe(transport='httpx').run over loopback", work, WIRE_RUNS)
 
 
-def main() -> dict[str, float]:
-    """Print the tables; return the ratios for the README."""
-    figures: dict[str, float] = {}
-    benches = (
-        ("bench_pipe", pipe_benchmark),
-        ("scripted", scripted),
-        ("scripted_async", scripted_async),
-        ("wire", wire),
-    )
-    for name, bench in benches:
-        for setting, ratio in bench().items():
-            figures[f"{name} {setting}"] = ratio
+WORKLOADS: dict[str, Callable[[], dict[str, list[float]]]] = {
+    "bench_pipe": pipe_benchmark,
+    "scripted": scripted,
+    "scripted_async": scripted_async,
+    "wire": wire,
+}
+
+
+def main(argv: list[str] | None = None) -> dict[str, list[float]]:
+    """Print the tables; return the ratios of every round for the README."""
+    import argparse
+
+    global ROUNDS
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_telemetry")
+    parser.add_argument("workloads", nargs="*", help=f"some of: {', '.join(WORKLOADS)}")
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    options = parser.parse_args([] if argv is None else argv)
+    unknown = set(options.workloads) - set(WORKLOADS)
+    if unknown:
+        parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
+    ROUNDS = options.rounds
+    figures: dict[str, list[float]] = {}
+    for name, bench in WORKLOADS.items():
+        if options.workloads and name not in options.workloads:
+            continue
+        for setting, ratios in bench().items():
+            figures[f"{name} {setting}"] = ratios
     return figures
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])

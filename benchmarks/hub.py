@@ -2,7 +2,8 @@
 
 1. CPU per chunk of a publishing run (``hub.run``) against the same run with one plain
    streaming callback, for MemoryHub and RedisHub (the Redis figure includes the writer
-   thread: ``time.process_time`` counts every thread of the process).
+   thread: ``time.process_time`` counts every thread of the process), as the median and
+   spread of interleaved rounds (``--rounds N``, default 9; ``--cpu-only`` skips part 2).
 2. 100 concurrent streams over Redis, each followed by 3 readers living in 2 other
    processes: bytes lost or repeated, cross-talk, and the latency each chunk gains from the
    publishing callback to a reader (p50, p99). MemoryHub's latency is measured in-process.
@@ -26,7 +27,7 @@ from reasoning_stream import ReasoningDelta, TextDelta
 from reasoning_stream.hub import Hub, MemoryHub, RedisHub
 from reasoning_stream.testing import ScriptedPipe
 
-from ._timing import measure
+from ._rounds import cpu_seconds, median, spread
 
 CPU_EVENTS = 20_000
 STREAMS = 100
@@ -43,13 +44,29 @@ def cpu_script() -> list[Any]:
     ]
 
 
-def cpu_rows(label: str, make_pipe: Any, units: int, redis_url: str) -> dict[str, float]:
-    """CPU per chunk of a run with one plain callback, and of the same run through each hub."""
+def cpu_rows(
+    label: str, make_pipe: Any, units: int, redis_url: str, rounds: int
+) -> dict[str, list[float]]:
+    """CPU per chunk of a run with one plain callback, and of the same run through each hub.
+
+    Interleaved rounds: each round times every contender once (the best of two runs) back to
+    back, and the ratios are taken within the round. One more row: the plain callback plus a
+    plain event callback (``list.append`` both), the pipe's own cost of a second subscriber,
+    which a hub pays before storing anything.
+    """
     sink: list[str] = []
+    events: list[object] = []
 
     def plain() -> None:
         sink.clear()
         make_pipe().set_streaming_callback(sink.append).run(PROMPT)
+
+    def with_events() -> None:
+        sink.clear()
+        events.clear()
+        make_pipe().set_streaming_callback(sink.append).set_event_callback(events.append).run(
+            PROMPT
+        )
 
     memory = MemoryHub(ttl=0)
     redis_hub = RedisHub(redis_url, ttl=5)
@@ -57,34 +74,48 @@ def cpu_rows(label: str, make_pipe: Any, units: int, redis_url: str) -> dict[str
     def published(hub: Hub) -> None:
         hub.run(uuid.uuid4().hex, make_pipe(), PROMPT)
 
-    floor = measure(plain, repeat=5)
-    timings = {
-        "MemoryHub.run": measure(lambda: published(memory), repeat=5),
-        "RedisHub.run": measure(lambda: published(redis_hub), repeat=5),
+    contenders = {
+        "plain callback + event callback": with_events,
+        "MemoryHub.run": lambda: published(memory),
+        "RedisHub.run": lambda: published(redis_hub),
     }
+    floors: list[float] = []
+    seconds: dict[str, list[float]] = {name: [] for name in contenders}
+    ratios: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(rounds):
+        floor = cpu_seconds(plain, repeat=2)
+        floors.append(floor)
+        for name, work in contenders.items():
+            spent = cpu_seconds(work, repeat=2)
+            seconds[name].append(spent)
+            ratios[name].append(spent / floor)
     redis_hub.close()
-    figures = {}
-    per_chunk = floor.cpu / units * 1e6
+    per_chunk = median(floors) / units * 1e6
     print(f"| {label}: `pipe.run`, one plain callback | {per_chunk:.2f} us | 1.00x |")
-    for name, timing in timings.items():
-        figures[name] = ratio = timing.cpu / floor.cpu
-        print(f"| {label}: `{name}` | {timing.cpu / units * 1e6:.2f} us | {ratio:.2f}x |")
-    return figures
+    for name in contenders:
+        cost = median(seconds[name]) / units * 1e6
+        print(f"| {label}: {name} | {cost:.2f} us | {spread(ratios[name])}x |")
+    return ratios
 
 
 PROMPT = "p"
 
 
-def cpu_table(redis_url: str) -> None:
+def cpu_table(redis_url: str, rounds: int) -> None:
     from reasoning_stream.providers import OpenAIChatPipe
 
     from .bench_providers import MODEL, loopback, route
 
     items = cpu_script()
-    print("CPU per channel chunk of the publishing run (the Redis rows include the writer thread)")
+    print(
+        f"CPU per channel chunk of the publishing run, median [spread] of {rounds} interleaved "
+        "rounds (the Redis rows include the writer thread)"
+    )
     print("| run | CPU/chunk | ratio to a plain callback |")
     print("|---|---|---|")
-    cpu_rows("ScriptedPipe (no provider)", lambda: ScriptedPipe(items), CPU_EVENTS, redis_url)
+    cpu_rows(
+        "ScriptedPipe (no provider)", lambda: ScriptedPipe(items), CPU_EVENTS, redis_url, rounds
+    )
     import httpx
 
     chunks = 20_000
@@ -96,7 +127,7 @@ def cpu_table(redis_url: str) -> None:
                 MODEL, transport="httpx", base_url=url, api_key="k", http_client=http
             )
 
-        cpu_rows("OpenAIChatPipe httpx, loopback SSE", provider_pipe, chunks, redis_url)
+        cpu_rows("OpenAIChatPipe httpx, loopback SSE", provider_pipe, chunks, redis_url, rounds)
     print()
 
 
@@ -243,13 +274,25 @@ def fan_out_memory() -> dict[str, Any]:
     return check(stream_ids, published, readers)
 
 
-def main() -> None:
-    from tests.redis_server import RedisServer
+def main(argv: list[str]) -> None:
+    import argparse
+    import tempfile
+    from pathlib import Path
 
-    server = RedisServer().start()
-    try:
+    from tests.redis_server import running_redis
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.hub")
+    parser.add_argument("--rounds", type=int, default=9, help="interleaved CPU rounds")
+    parser.add_argument("--cpu-only", action="store_true", help="skip the fan-out table")
+    options = parser.parse_args(argv)
+    with (
+        tempfile.TemporaryDirectory(prefix="hub-bench-redis-") as folder,
+        running_redis(Path(folder)) as server,
+    ):
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
-        cpu_table(server.url)
+        cpu_table(server.url, options.rounds)
+        if options.cpu_only:
+            return
         print(
             f"Fan-out: {STREAMS} concurrent streams x {CHUNKS_PER_STREAM} chunks, "
             f"{READERS_PER_STREAM} readers each"
@@ -266,12 +309,10 @@ def main() -> None:
                 f"{figures['p99_ms']:.2f} ms |"
             )
         print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
-    finally:
-        server.cleanup()
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--reader":
         anyio.run(read_streams, sys.argv[2], sys.argv[4:], sys.argv[3])
     else:
-        main()
+        main(sys.argv[1:])

@@ -247,6 +247,57 @@ def _histogram(
     return histogram
 
 
+class _Shape:
+    """What one pipe configuration gives every run's span and metrics, computed once.
+
+    The dicts are shared by every run of the configuration and never changed after they are
+    built: tracers and meters copy what they keep (the SDK does).
+    """
+
+    __slots__ = ("known_server", "metric_attributes", "name", "outcomes", "start", "streaming")
+
+    def __init__(self, pipe: Pipe, stream: object) -> None:
+        self.name, self.start, self.metric_attributes = _pipe_start(pipe, stream)
+        self.known_server = SERVER_ADDRESS in self.metric_attributes
+        # The conventions define time to first chunk for streaming requests only.
+        self.streaming = stream is not False
+        self.outcomes: dict[tuple[str | None, str | None], _Outcome] = {}
+
+    def outcome(self, status: str | None, error_type: str | None) -> _Outcome:
+        """The metric attributes of a run that ended so (few combinations: built once each)."""
+        key = (status, error_type)
+        outcome = self.outcomes.get(key)
+        if outcome is None:
+            # Low-cardinality outcome dimensions: "how often does it run out of budget" is
+            # a count of status="length", "which provider fails" one of error.type.
+            attributes = dict(self.metric_attributes)
+            if error_type is not None:
+                attributes[ERROR_TYPE] = error_type
+            if status is not None:
+                attributes[STATUS] = status
+            if len(self.outcomes) > 64:  # error types are bounded, but keep the cache so too
+                self.outcomes.clear()
+            outcome = self.outcomes[key] = _Outcome(
+                attributes,
+                {**attributes, TOKEN_TYPE: "input"},
+                {**attributes, TOKEN_TYPE: "output"},
+            )
+        return outcome
+
+
+class _Outcome:
+    """Metric attributes for one outcome: the run's, and its two token counts'."""
+
+    __slots__ = ("attributes", "input", "output")
+
+    def __init__(
+        self, attributes: dict[str, Any], input: dict[str, Any], output: dict[str, Any]
+    ) -> None:
+        self.attributes = attributes
+        self.input = input
+        self.output = output
+
+
 class _Observer:
     """Opens a span per run and records the metrics when it ends."""
 
@@ -256,66 +307,63 @@ class _Observer:
         self.tracer = tracer
         self.instruments = instruments
         self.capture = capture
-        self._context = context
-        self._trace = trace
+        self._attach = context.attach
+        self._detach = context.detach
+        self._current = context.get_current
+        self._in_context = trace.set_span_in_context
         self._client_kind = trace.SpanKind.CLIENT
         self._internal_kind = trace.SpanKind.INTERNAL
-        self._base: dict[tuple[Any, ...], tuple[str, dict[str, Any], dict[str, Any]]] = {}
+        self._shapes: dict[tuple[Any, ...], _Shape] = {}
 
     def run_started(self, runner: Pipe | Pipeline, prompt: Prompt) -> _Scope:
+        parent = self._current()
         if isinstance(runner, Pipeline):
             name, attributes = _workflow_start(runner)
-            span = self.tracer.start_span(name, kind=self._internal_kind, attributes=attributes)
-            metric_attributes = None
+            span = self.tracer.start_span(
+                name, parent, kind=self._internal_kind, attributes=attributes
+            )
+            shape = None
         else:
-            name, attributes, metric_attributes = self._pipe_start(runner)
-            span = self.tracer.start_span(name, kind=self._client_kind, attributes=attributes)
-        token = self._context.attach(self._trace.set_span_in_context(span))
-        streaming = getattr(runner, "stream", True) is not False
-        return _Scope(self, span, token, prompt, metric_attributes, streaming, _clock())
+            shape = self._shape(runner)
+            span = self.tracer.start_span(
+                shape.name, parent, kind=self._client_kind, attributes=shape.start
+            )
+        token = self._attach(self._in_context(span, parent))
+        return _Scope(self, span, token, prompt, shape, parent, _clock())
 
-    def _pipe_start(self, pipe: Pipe) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """Span name and start attributes, cached per pipe identity (provider, model, ...)."""
+    def _shape(self, pipe: Pipe) -> _Shape:
+        """The span name and start attributes, cached per pipe identity (provider, model, ...)."""
         stream = getattr(pipe, "stream", True)
         key = (pipe.provider, pipe.model, pipe.endpoint, pipe.name, stream)
-        cached = self._base.get(key)
-        if cached is None:
-            if len(self._base) > 1024:  # many pipe configurations: keep the cache bounded
-                self._base.clear()
-            cached = self._base[key] = _pipe_start(pipe, stream)
-        name, attributes, metric_attributes = cached
-        return name, dict(attributes), metric_attributes
+        shape = self._shapes.get(key)
+        if shape is None:
+            if len(self._shapes) > 1024:  # many pipe configurations: keep the cache bounded
+                self._shapes.clear()
+            shape = self._shapes[key] = _Shape(pipe, stream)
+        return shape
 
 
 class _Scope:
     """One run's span; ends it with the result's attributes and records the metrics."""
 
-    __slots__ = (
-        "metric_attributes",
-        "observer",
-        "prompt",
-        "span",
-        "started",
-        "streaming",
-        "token",
-    )
+    __slots__ = ("observer", "parent", "prompt", "shape", "span", "started", "token")
 
     def __init__(
         self,
         observer: _Observer,
         span: Span,
-        token: object,
+        token: Any,
         prompt: Prompt,
-        metric_attributes: dict[str, Any] | None,
-        streaming: bool,
+        shape: _Shape | None,
+        parent: Any,
         started: float,
     ) -> None:
         self.observer = observer
         self.span = span
         self.token = token
         self.prompt = prompt
-        self.metric_attributes = metric_attributes
-        self.streaming = streaming
+        self.shape = shape
+        self.parent = parent
         self.started = started
 
     def run_finished(
@@ -324,25 +372,25 @@ class _Scope:
         observer = self.observer
         duration = _clock() - self.started
         try:
-            observer._context.detach(self.token)
+            observer._detach(self.token)
         finally:
             span = self.span
             try:
-                error_type = _error_type(error)
-                if isinstance(result, PipelineResult) or self.metric_attributes is None:
-                    _finish_workflow(span, result, error_type, self.prompt, observer.capture)
+                error_type = None if error is None else _error_type(error)
+                shape = self.shape
+                # A span that records nothing (sampled out, a no-op tracer) is not worth the
+                # attributes, the content above all.
+                recording = span.is_recording()
+                if shape is None or isinstance(result, PipelineResult):
+                    if recording:
+                        _finish_workflow(span, result, error_type, self.prompt, observer.capture)
                 else:
-                    known_server = SERVER_ADDRESS in self.metric_attributes
-                    _finish_pipe(
-                        span,
-                        result,
-                        error_type,
-                        self.prompt,
-                        observer.capture,
-                        known_server,
-                        self.streaming,
-                    )
-                    self._record(result, error_type, duration)
+                    first = _first_chunk(result) if shape.streaming and result is not None else None
+                    if recording:
+                        _finish_pipe(
+                            span, result, error_type, self.prompt, observer.capture, shape, first
+                        )
+                    self._record(shape, result, error_type, duration, first)
                 if error_type is not None:
                     from opentelemetry.trace import Status, StatusCode
 
@@ -361,32 +409,34 @@ class _Scope:
             },
         )
 
-    def _record(self, result: PipeResult | None, error_type: str | None, duration: float) -> None:
+    def _record(
+        self,
+        shape: _Shape,
+        result: PipeResult | None,
+        error_type: str | None,
+        duration: float,
+        first: float | None,
+    ) -> None:
+        """The run's histogram points, with attribute dicts built once per outcome."""
         instruments = self.observer.instruments
-        attributes = self.metric_attributes
-        assert attributes is not None
-        if result is not None or error_type is not None:
-            # Low-cardinality outcome dimensions: "how often does it run out of budget" is
-            # a count of status="length", "which provider fails" one of error.type.
-            attributes = dict(attributes)
-            if error_type is not None:
-                attributes[ERROR_TYPE] = error_type
-            if result is not None:
-                attributes[STATUS] = result.status
-        instruments.duration.record(duration, attributes)
+        parent = self.parent  # the context after the run: no need to look it up per point
+        if result is None and error_type is None:
+            instruments.duration.record(duration, shape.metric_attributes, parent)
+            return
+        outcome = shape.outcome(None if result is None else result.status, error_type)
+        attributes = outcome.attributes
+        instruments.duration.record(duration, attributes, parent)
         if result is None:
             return
         usage = result.usage
         if usage.input_tokens is not None:
-            instruments.tokens.record(usage.input_tokens, {**attributes, TOKEN_TYPE: "input"})
+            instruments.tokens.record(usage.input_tokens, outcome.input, parent)
         if usage.output_tokens is not None:
-            instruments.tokens.record(usage.output_tokens, {**attributes, TOKEN_TYPE: "output"})
-        timings = result.timings
-        first = _first_chunk(result) if self.streaming else None
+            instruments.tokens.record(usage.output_tokens, outcome.output, parent)
         if first is not None:
-            instruments.first_chunk.record(first, attributes)
+            instruments.first_chunk.record(first, attributes, parent)
         if result.reasoning_segments:
-            instruments.reasoning.record(timings.reasoning_duration, attributes)
+            instruments.reasoning.record(result.timings.reasoning_duration, attributes, parent)
 
 
 def _pipe_start(pipe: Pipe, stream: object) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -425,9 +475,10 @@ def _finish_pipe(
     error_type: str | None,
     prompt: Prompt,
     capture: ContentCapture,
-    known_server: bool,
-    streaming: bool,
+    shape: _Shape,
+    first: float | None,
 ) -> None:
+    """Everything the run learned, as the span's attributes: one ``set_attributes`` call."""
     attributes: dict[str, Any] = {}
     if error_type is not None:
         attributes[ERROR_TYPE] = error_type
@@ -445,23 +496,22 @@ def _finish_pipe(
         if usage.reasoning_tokens is not None:
             attributes[REASONING_TOKENS] = usage.reasoning_tokens
         timings = result.timings
-        # The conventions define time to first chunk for streaming requests only.
-        first = _first_chunk(result) if streaming else None
         if first is not None:
             attributes[TIME_TO_FIRST_CHUNK] = first
         if timings.time_to_first_reasoning is not None:
             attributes[TIME_TO_FIRST_REASONING] = timings.time_to_first_reasoning
         if timings.time_to_first_text is not None:
             attributes[TIME_TO_FIRST_TEXT] = timings.time_to_first_text
-        segments = sum(1 for segment in result.reasoning_segments if segment)
-        attributes[REASONING_SEGMENTS] = segments
-        if segments:
+        segments = result.reasoning_segments
+        count = len(segments) if all(segments) else sum(1 for segment in segments if segment)
+        attributes[REASONING_SEGMENTS] = count
+        if count:
             attributes[REASONING_DURATION] = timings.reasoning_duration
         if result.tool_calls:
             attributes[TOOL_CALLS] = len(result.tool_calls)
         if result.reasoning_state:
             attributes[OPAQUE_STATES] = len(result.reasoning_state)
-        if result.endpoint and not known_server:
+        if result.endpoint and not shape.known_server:
             address, port = _server(result.endpoint)
             if address:
                 attributes[SERVER_ADDRESS] = address

@@ -10,6 +10,7 @@ import json
 import logging
 import sys
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -624,3 +625,78 @@ def test_a_one_shot_request_has_no_time_to_first_chunk(otel: Otel) -> None:
     assert "gen_ai.response.time_to_first_chunk" not in attributes
     assert "reasoning_stream.time_to_first_reasoning" in attributes
     assert otel.points("gen_ai.client.operation.time_to_first_chunk") == []
+
+
+# ------------------------------------------------------------- shared per-configuration data
+
+
+def test_runs_of_one_configuration_keep_their_own_outcomes(otel: Otel) -> None:
+    """Attributes built once per pipe configuration and outcome: each run's points still
+    carry its own status and error type, and no run's outcome leaks into another's span."""
+    from reasoning_stream import Usage, UsageReport
+
+    usage = UsageReport(Usage(3, 5, 2))
+    endings: list[tuple[list[Any], str, str | None]] = [
+        ([TextDelta("a"), usage], "completed", None),
+        ([TextDelta("a"), usage, Finish("length")], "length", None),
+        ([TextDelta("a"), RuntimeError("boom")], "error", "RuntimeError"),
+        ([TextDelta("a"), ValueError("bad")], "error", "ValueError"),
+        ([TextDelta("a"), usage], "completed", None),
+    ]
+    for script, _, _ in endings:
+        with pytest.raises(ProviderError) if isinstance(script[-1], Exception) else nullcontext():
+            scripted("same", *script).run("x")
+    spans = otel.finished()
+    assert len(spans) == len(endings)
+    for span, (_, status, error_type) in zip(spans, endings, strict=True):
+        attributes = dict(span.attributes or {})
+        assert attributes["reasoning_stream.status"] == status
+        assert attributes.get("error.type") == error_type
+    durations = {
+        (p.attributes["reasoning_stream.status"], p.attributes.get("error.type")): p.count
+        for p in otel.points("gen_ai.client.operation.duration")
+    }
+    assert durations == {
+        ("completed", None): 2,
+        ("length", None): 1,
+        ("error", "RuntimeError"): 1,
+        ("error", "ValueError"): 1,
+    }
+    tokens = {
+        (p.attributes["reasoning_stream.status"], p.attributes["gen_ai.token.type"]): p.sum
+        for p in otel.points("gen_ai.client.token.usage")
+    }
+    assert tokens == {
+        ("completed", "input"): 6,
+        ("completed", "output"): 10,
+        ("length", "input"): 3,
+        ("length", "output"): 5,
+    }
+
+
+def test_a_span_sampled_out_still_records_the_metrics() -> None:
+    """A span that records nothing gets no attributes built; the metrics are recorded alike."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    metrics = InMemoryMetricReader()
+    telemetry.instrument(
+        tracer_provider=tracer_provider,
+        meter_provider=MeterProvider(metric_readers=[metrics]),
+        capture_content="full",
+    )
+    pipe = scripted("p", ReasoningDelta("r"), TextDelta("a"), RuntimeError("x"))
+    try:
+        with pytest.raises(ProviderError):
+            pipe.run("prompt")
+    finally:
+        telemetry.uninstrument()
+    otel = Otel(spans, metrics, tracer_provider, MeterProvider())
+    assert otel.finished() == []
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.attributes["error.type"] == "RuntimeError"
+    assert duration.attributes["reasoning_stream.status"] == "error"
+    assert len(otel.points("reasoning_stream.reasoning.duration")) == 1
+    assert len(otel.points("gen_ai.client.operation.time_to_first_chunk")) == 1

@@ -81,10 +81,11 @@ class _Failure:
 class _Sink(Protocol):
     """One run's writer: the two callbacks never block or raise; ``finish`` ends the stream.
 
-    ``put_event`` drops opaque state and notes whether answer text was seen (``saw_text``).
+    ``put_event`` drops opaque state; ``saw_text`` says whether answer text was published.
     """
 
-    saw_text: bool
+    @property
+    def saw_text(self) -> bool: ...
 
     def put_chunk(self, chunk: str) -> None: ...
 

@@ -30,20 +30,42 @@ __all__ = ["MemoryHub"]
 _ID = re.compile(r"[1-9][0-9]{0,17}")
 
 
-_Item: TypeAlias = tuple[str, Event | None, Status | None]
-"""What the run stores per entry: chunk, event, status (set on the final entry only).
-Readers build the ``Entry`` objects, so the run pays for a tuple and nothing more."""
+class _Final:
+    """The final entry's item: how the run ended."""
+
+    __slots__ = ("status",)
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+
+
+_Item: TypeAlias = "str | Event | _Final"
+"""What the run stores per entry: the chunk itself, the event itself, or the final status.
+Readers build the ``Entry`` objects (and their ids), so the run pays for one list append."""
 
 
 class _Log:
-    """One stream's entries. ``offset`` entries were trimmed from the front; ids count from 1."""
+    """One stream's entries. ``offset`` entries were trimmed from the front; ids count from 1.
 
-    __slots__ = ("final", "items", "offset")
+    The run appends without the hub's lock (a list append is atomic), then looks at
+    ``waiting``; a reader registers in ``waiting`` under the lock *before* it looks for new
+    entries. So either the run sees the reader and wakes it, or the reader sees the entry: no
+    wake-up is lost, and a run with nobody waiting takes no lock per entry. Trimming and
+    waking take the lock. (This leans on CPython running one thread's bytecode at a time: the
+    append and the look happen in that order for every thread; tests/hub/test_memory.py
+    checks it with the threads switching every microsecond.)
+    """
+
+    __slots__ = ("final", "items", "offset", "text_trimmed", "waiting")
 
     def __init__(self) -> None:
         self.items: list[_Item] = []
         self.offset = 0
         self.final = False
+        self.waiting: list[Callable[[], None]] | None = None
+        """Wake-ups of the readers waiting for the next entry (changed under the lock)."""
+        self.text_trimmed = False
+        """Trimming dropped answer text (for the status of a run that raised)."""
 
     @property
     def last(self) -> int:
@@ -51,62 +73,79 @@ class _Log:
 
     def entries(self, position: int) -> list[Entry]:
         """The entries after ``position`` (not trimmed, at most ``last``)."""
-        start = position - self.offset
-        return [
-            Entry(str(number), chunk, event, status is not None, status)
-            for number, (chunk, event, status) in enumerate(self.items[start:], start=position + 1)
-        ]
+        entries: list[Entry] = []
+        add = entries.append
+        number = position
+        for item in self.items[position - self.offset :]:
+            number += 1
+            if type(item) is str:
+                add(Entry(str(number), item))
+            elif type(item) is _Final:
+                add(Entry(str(number), final=True, status=item.status))
+            else:
+                add(Entry(str(number), "", item))  # type: ignore[arg-type]
+        return entries
 
 
 class _MemorySink:
-    __slots__ = ("_hub", "_limit", "_lock", "_log", "_stream_id", "_waiters", "saw_text")
+    """One run's writer: ``put_chunk`` and ``put_event`` are closures over the log's list,
+    so a chunk costs one call, one append and two checks (a reader waits; trim due)."""
+
+    __slots__ = ("_hub", "_log", "_stream_id", "put_chunk", "put_event")
 
     def __init__(self, hub: MemoryHub, stream_id: str, log: _Log) -> None:
         self._hub = hub
         self._stream_id = stream_id
         self._log = log
-        self._lock = hub._lock
-        self._waiters = hub._waiters
-        self._limit = hub.maxlen + hub._slack
-        self.saw_text = False
+        items = log.items
+        append = items.append
+        limit = hub.maxlen + hub._slack
+        settle = self._settle
+        opaque = OpaqueState
 
-    def put_chunk(self, chunk: str) -> None:
-        items = self._log.items
-        with self._lock:
-            items.append((chunk, None, None))
-            if len(items) > self._limit:
-                self._hub._trim(self._log)
-            waiters = self._waiters.pop(self._stream_id, None) if self._waiters else None
-        if waiters:
-            for wake in waiters:
-                wake()
+        def put_chunk(chunk: str) -> None:
+            append(chunk)
+            if log.waiting is not None or len(items) > limit:
+                settle()
 
-    def put_event(self, event: Event) -> None:
-        kind = type(event)
-        if kind is OpaqueState:
-            return
-        if kind is TextDelta:
-            self.saw_text = True
-        items = self._log.items
-        with self._lock:
-            items.append(("", event, None))
-            if len(items) > self._limit:
-                self._hub._trim(self._log)
-            waiters = self._waiters.pop(self._stream_id, None) if self._waiters else None
-        if waiters:
-            for wake in waiters:
+        def put_event(event: Event) -> None:
+            if type(event) is opaque:
+                return  # never stored, so never published
+            append(event)
+            if log.waiting is not None or len(items) > limit:
+                settle()
+
+        self.put_chunk = put_chunk
+        self.put_event = put_event
+
+    @property
+    def saw_text(self) -> bool:
+        """Whether answer text was published (looked up only for a run that raised)."""
+        log = self._log
+        with self._hub._lock:
+            return log.text_trimmed or any(isinstance(item, TextDelta) for item in log.items)
+
+    def _settle(self) -> None:
+        """Trim what retention drops and wake the readers waiting; under the lock."""
+        hub, log = self._hub, self._log
+        with hub._lock:
+            if len(log.items) > hub.maxlen + hub._slack:
+                hub._trim(log)
+            waiting, log.waiting = log.waiting, None
+        if waiting:
+            for wake in waiting:
                 wake()
 
     def finish(self, status: Status) -> _Failure | None:
-        hub = self._hub
-        with self._lock:
-            self._log.items.append(("", None, status))
-            self._log.final = True
+        hub, log = self._hub, self._log
+        with hub._lock:
+            log.items.append(_Final(status))
+            log.final = True
             if hub.ttl is not None:
-                hub._expiry.append((time.monotonic() + hub.ttl, self._stream_id, self._log))
-            waiters = self._waiters.pop(self._stream_id, None)
-        if waiters:
-            for wake in waiters:
+                hub._expiry.append((time.monotonic() + hub.ttl, self._stream_id, log))
+            waiting, log.waiting = log.waiting, None
+        if waiting:
+            for wake in waiting:
                 wake()
         return None
 
@@ -153,11 +192,17 @@ class MemoryHub(Hub):
                     "for every run"
                 )
             log = self._logs[stream_id] = _Log()
+            waiting = self._waiters.pop(stream_id, None)
+        if waiting:  # readers that waited for the stream to appear
+            for wake in waiting:
+                wake()
         return _MemorySink(self, stream_id, log)
 
     def _trim(self, log: _Log) -> None:
         """Drop the oldest entries beyond ``maxlen`` (called with the lock held)."""
         drop = len(log.items) - self.maxlen
+        if not log.text_trimmed:
+            log.text_trimmed = any(isinstance(item, TextDelta) for item in log.items[:drop])
         del log.items[:drop]
         log.offset += drop
 
@@ -227,7 +272,6 @@ class MemoryHub(Hub):
         position = self._position(after)
         deadline = None if timeout is None else anyio.current_time() + timeout
         while True:
-            wakeup = Wakeup()
             with self._lock:
                 self._purge()
                 log = self._logs.get(stream_id)
@@ -240,7 +284,18 @@ class MemoryHub(Hub):
                     if not batch and log.final:
                         return
                 if not batch:
-                    self._waiters.setdefault(stream_id, []).append(wakeup.set)
+                    wakeup = Wakeup()
+                    if log is None:  # _open wakes it, under this lock
+                        self._waiters.setdefault(stream_id, []).append(wakeup.set)
+                    else:
+                        # Registered first, looked again second: the run appends without
+                        # the lock and then looks for waiters (see _Log).
+                        if log.waiting is None:
+                            log.waiting = []
+                        log.waiting.append(wakeup.set)
+                        if log.last > position:
+                            log.waiting.remove(wakeup.set)
+                            continue
             if batch:
                 for entry in batch:
                     yield entry
@@ -258,16 +313,21 @@ class MemoryHub(Hub):
                 else:
                     await wakeup.wait()
             finally:
-                self._forget(stream_id, wakeup.set)
+                self._forget(stream_id, log, wakeup.set)
 
-    def _forget(self, stream_id: str, wake: Callable[[], None]) -> None:
+    def _forget(self, stream_id: str, log: _Log | None, wake: Callable[[], None]) -> None:
+        """Unregister a reader's wake-up that was not used (it left, or timed out)."""
         with self._lock:
-            waiters = self._waiters.get(stream_id)
-            if waiters is not None:
-                with contextlib.suppress(ValueError):
-                    waiters.remove(wake)
-                if not waiters:
+            waiting = self._waiters.get(stream_id) if log is None else log.waiting
+            if waiting is None:
+                return
+            with contextlib.suppress(ValueError):
+                waiting.remove(wake)
+            if not waiting:
+                if log is None:
                     del self._waiters[stream_id]
+                else:
+                    log.waiting = None
 
 
 def _expired(stream_id: str, after: str) -> StreamExpiredError:

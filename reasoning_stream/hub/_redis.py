@@ -6,7 +6,8 @@ Layout, under ``prefix`` (default ``"reasoning-stream:"``):
   run, written explicitly (one writer per stream, guaranteed by the claim below), so a resume
   point can be checked against what retention kept. Fields: ``c`` the chunk (left out when
   empty); the event as ``r`` (reasoning delta text) or ``t`` (text delta text) with ``o`` its
-  source, or ``e`` any other event as JSON; ``s`` the status (on the final entry only).
+  source, or ``e`` any other event as JSON; ``R`` or ``T`` for a delta whose chunk is its
+  own text (then no ``c``: the text is stored once); ``s`` the status (final entry only).
 - ``<prefix><stream_id>:run``: the claim, a hash created when a run starts (only if absent), so
   a stream id is used once: ``owner`` (a random token, present while the run is running),
   ``writer`` (host and pid, for messages), ``lease`` (seconds) and ``close`` (the marker that
@@ -176,55 +177,63 @@ class _RedisSink:
     def encode(self, items: list[_Pending]) -> tuple[list[str], bool]:
         """The script arguments for ``items`` (writer thread only), and whether one is final.
 
-        A chunk directly followed by an event shares one entry with it (an entry may carry
-        both, in the order the callbacks saw them): about half the entries for a delta stream.
+        The number of the batch's first entry, then each entry as its field count and fields
+        (the script numbers the entries on from the first). A chunk directly followed by an
+        event shares one entry with it (an entry may carry both, in the order the callbacks saw
+        them): about half the entries for a delta stream.
         """
-        args: list[str] = []
-        pending: list[str] | None = None  # a chunk-only entry that an event may still join
+        args = [str(self.entries + 1)]
+        pending: str | None = None  # a chunk-only entry that an event may still join
         final = False
         for _, _, chunk, event, status in items:
-            if pending is not None and event is not None and not chunk and status is None:
-                pending += _fields("", event, None)
-                self._flush(args, pending)
-                pending = None
-                continue
             if pending is not None:
-                self._flush(args, pending)
+                if event is not None and not chunk and status is None:
+                    self._flush(args, _fields(pending, event, None))
+                    pending = None
+                    continue
+                self._flush(args, ["c", pending])
                 pending = None
-            fields = _fields(chunk, event, status)
             final = final or status is not None
             if chunk == _OPEN:
                 self.closing = _CLOSE
             elif chunk == _CLOSE:
                 self.closing = ""
             if chunk and event is None and status is None:
-                pending = fields
+                pending = chunk
             else:
-                self._flush(args, fields)
+                self._flush(args, _fields(chunk, event, status))
         if pending is not None:
-            self._flush(args, pending)
+            self._flush(args, ["c", pending])
         return args, final
 
     def _flush(self, args: list[str], fields: list[str]) -> None:
         self.entries += 1
-        args += (f"0-{self.entries}", str(len(fields)), *fields)
+        args.append(str(len(fields)))
+        args += fields
 
 
 def _fields(chunk: str, event: Event | None, status: Status | None) -> list[str]:
-    """An entry as XADD field/value pairs; deltas skip JSON (they are nearly every entry)."""
+    """An entry as XADD field/value pairs; deltas skip JSON (they are nearly every entry).
+
+    A delta whose chunk is its own text (no marker, nothing escaped: nearly every entry)
+    carries the text once, as ``R`` or ``T``.
+    """
     fields: list[str] = []
-    if chunk:
-        fields += ("c", chunk)
     if event is not None:
         kind = type(event)
-        if kind is ReasoningDelta:
-            fields += ("r", event.text)  # type: ignore[union-attr]
-        elif kind is TextDelta:
-            fields += ("t", event.text)  # type: ignore[union-attr]
+        if kind is ReasoningDelta or kind is TextDelta:
+            text: str = event.text  # type: ignore[union-attr]
+            if chunk == text:
+                fields += ("R" if kind is ReasoningDelta else "T", text)
+                chunk = ""
+            else:
+                fields += ("r" if kind is ReasoningDelta else "t", text)
+            if event.source is not None:
+                fields += ("o", event.source)
         else:
             fields += ("e", json.dumps(event_to_dict(event), ensure_ascii=False))
-        if event.source is not None and kind in (ReasoningDelta, TextDelta):
-            fields += ("o", event.source)
+    if chunk:
+        fields += ("c", chunk)
     if status is not None:
         fields += ("s", status)
     return fields
@@ -339,16 +348,18 @@ class _Writer:
 
 _APPEND = """
 -- KEYS: the stream, its claim, its lease. ARGV: maxlen, ttl ('' = none), final ('1' or ''),
--- owner, lease ms, hold ('' = none: lease + ttl, seconds), closing marker,
--- then per entry: id, n, n fields.
+-- owner, lease ms, hold ('' = none: lease + ttl, seconds), closing marker, the number of
+-- the first entry, then per entry: n, n fields (entry ids are 0-<number>, counting on).
 if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[4] then
   return redis.error_reply('ERR reasoning-stream: lease lost')
 end
-local i = 8
+local number = tonumber(ARGV[8])
+local i = 9
 while i <= #ARGV do
-  local n = tonumber(ARGV[i + 1])
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], ARGV[i], unpack(ARGV, i + 2, i + 1 + n))
-  i = i + 2 + n
+  local n = tonumber(ARGV[i])
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '0-' .. number, unpack(ARGV, i + 1, i + n))
+  number = number + 1
+  i = i + 1 + n
 end
 if ARGV[3] == '1' then
   redis.call('HDEL', KEYS[2], 'owner')
@@ -726,11 +737,18 @@ def _past(after: str | None) -> str:
 def _entry(entry_id: str, fields: dict[str, str]) -> Entry:
     status = fields.get("s")
     event: Event | None = None
-    if "r" in fields:
+    chunk = fields.get("c", "")
+    if "R" in fields:
+        chunk = fields["R"]
+        event = ReasoningDelta(chunk, source=fields.get("o"))
+    elif "T" in fields:
+        chunk = fields["T"]
+        event = TextDelta(chunk, source=fields.get("o"))
+    elif "r" in fields:
         event = ReasoningDelta(fields["r"], source=fields.get("o"))
     elif "t" in fields:
         event = TextDelta(fields["t"], source=fields.get("o"))
     elif "e" in fields:
         event = event_from_dict(json.loads(fields["e"]))
     final = status is not None
-    return Entry(entry_id, fields.get("c", ""), event, final, status, fields.get("x"))  # type: ignore[arg-type]
+    return Entry(entry_id, chunk, event, final, status, fields.get("x"))  # type: ignore[arg-type]
