@@ -205,16 +205,18 @@ class Channel:
     def lane(self, audience: Targets, events: Targets) -> Targets | None:
         """``audience``, when its next delta of the same kind may skip the channel; else ``None``.
 
-        That is when the audience is one callback that is the whole of its view, no event
-        callback listens and its escaper is settled (no tag left unfinished): then a delta
+        That is when the audience is one callback that is the whole of its view, at most one
+        event callback listens and its escaper is settled (no tag left unfinished): then a delta
         without ``<`` would come out of :meth:`text` (or :meth:`reasoning`, inside the open
-        segment, the gate still open) unchanged, for that callback alone. A driver may then hand
-        such a delta to ``audience[0]`` itself, with the channel's state unchanged, while the
-        lane stays open: every write of the channel re-decides both lanes, and a pipe closes
-        them (:meth:`close_lanes`) when its callbacks change.
+        segment, the gate still open) unchanged, for that callback alone, followed by its typed
+        delta for the event callback. A driver may then hand such a delta to ``audience[0]``
+        (and ``TextDelta``/``ReasoningDelta(delta, source=...)`` to ``events[0]``) itself, with
+        the channel's state unchanged, while the lane stays open: every write of the channel
+        re-decides both lanes, and a pipe closes them (:meth:`close_lanes`) when its callbacks
+        change.
         """
         if (
-            events
+            len(events) > 1
             or len(audience) != 1
             or audience is not self._solo_audience
             or not self._solo_escaper.settled

@@ -24,6 +24,7 @@ import threading
 import time
 import types
 import warnings
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Self, TypeAlias
@@ -41,7 +42,7 @@ from ._callbacks import (
     report_callback_error,
 )
 from ._capture import Capture, PipeResult, Status, Timings, status_for
-from ._channel import Channel
+from ._channel import Channel, Entry
 from ._delivery import adeliver, awaitable_name, deliver, deliver_sync
 from ._events import (
     Event,
@@ -584,6 +585,7 @@ class Pipe:
                 text, reasoning = self.emit_text, self.emit_reasoning_chunk
                 texts, outbox = capture.text, channel.outbox
                 subs = self._callbacks if lanes else ()
+                evs, name = self._event_callbacks, self.name
                 for event in source:
                     kind = type(event)
                     # A delta on an open lane is what the hook would do, without the detour
@@ -599,6 +601,7 @@ class Pipe:
                         ):
                             text(delta)
                             subs = self._callbacks if lanes else ()
+                            evs = self._event_callbacks
                             continue
                         texts.append(delta)
                     elif kind is reasoning_kind:
@@ -611,24 +614,39 @@ class Pipe:
                         ):
                             reasoning(delta)
                             subs = self._callbacks if lanes else ()
+                            evs = self._event_callbacks
                             continue
                         capture.current.append(delta)  # type: ignore[union-attr]
                     else:
                         handle(event)
                         subs = self._callbacks if lanes else ()
+                        evs = self._event_callbacks
                         continue
                     # What deliver_sync() does with the bare entry the hook would have queued
-                    # for the lane's one callback: a hook it calls only queues.
-                    channel.delivering = True
-                    try:
-                        result = subs[0](delta)
-                    except Exception as error:
-                        report_callback_error(on_error, error, delta)
-                        result = None
-                    finally:
-                        channel.delivering = False
-                    if result is not None and inspect.isawaitable(result):
-                        reject_awaitable(result, awaitable_name(result))
+                    # for the lane's one callback (then the typed delta for the one event
+                    # callback, if any): a hook they call only queues.
+                    if evs:
+                        typed = (TextDelta if kind is text_kind else ReasoningDelta)(
+                            delta, source=name
+                        )
+                        try:
+                            _hand(channel, subs[0], delta, on_error)
+                        except BaseException:
+                            # The typed delta waits for the closing delivery.
+                            outbox.append((typed, evs))
+                            raise
+                        _hand(channel, evs[0], typed, on_error)
+                    else:
+                        channel.delivering = True
+                        try:
+                            result = subs[0](delta)
+                        except Exception as error:
+                            report_callback_error(on_error, error, delta)
+                            result = None
+                        finally:
+                            channel.delivering = False
+                        if result is not None and inspect.isawaitable(result):
+                            reject_awaitable(result, awaitable_name(result))
                     if outbox:
                         deliver_sync(channel, on_error, in_run=True)
             finally:
@@ -664,6 +682,8 @@ class Pipe:
                 subs = self._callbacks if lanes else ()
                 solo = subs[0] if subs else _no_callback
                 solo_async = _returns_coroutine(solo)
+                evs, name = self._event_callbacks, self.name
+                typed_async = bool(evs) and _returns_coroutine(evs[0])
                 isawaitable = inspect.isawaitable
                 texts_append = texts.append
                 async for item in source:
@@ -683,15 +703,27 @@ class Pipe:
                                 and "<" not in delta
                             ):
                                 texts_append(delta)
-                                try:
-                                    if solo_async:
-                                        await solo(delta)  # type: ignore[misc]
-                                    else:
-                                        result = solo(delta)
-                                        if result is not None and isawaitable(result):
-                                            await result
-                                except Exception as error:
-                                    report_callback_error(on_error, error, delta)
+                                if evs:
+                                    await _ahand_pair(
+                                        solo,
+                                        solo_async,
+                                        delta,
+                                        TextDelta(delta, source=name),
+                                        evs,
+                                        typed_async,
+                                        on_error,
+                                        outbox,
+                                    )
+                                else:
+                                    try:
+                                        if solo_async:
+                                            await solo(delta)  # type: ignore[misc]
+                                        else:
+                                            result = solo(delta)
+                                            if result is not None and isawaitable(result):
+                                                await result
+                                    except Exception as error:
+                                        report_callback_error(on_error, error, delta)
                                 if outbox:
                                     await adeliver(channel, on_error)
                                 continue
@@ -705,15 +737,27 @@ class Pipe:
                                 and "<" not in delta
                             ):
                                 capture.current.append(delta)  # type: ignore[union-attr]
-                                try:
-                                    if solo_async:
-                                        await solo(delta)  # type: ignore[misc]
-                                    else:
-                                        result = solo(delta)
-                                        if result is not None and isawaitable(result):
-                                            await result
-                                except Exception as error:
-                                    report_callback_error(on_error, error, delta)
+                                if evs:
+                                    await _ahand_pair(
+                                        solo,
+                                        solo_async,
+                                        delta,
+                                        ReasoningDelta(delta, source=name),
+                                        evs,
+                                        typed_async,
+                                        on_error,
+                                        outbox,
+                                    )
+                                else:
+                                    try:
+                                        if solo_async:
+                                            await solo(delta)  # type: ignore[misc]
+                                        else:
+                                            result = solo(delta)
+                                            if result is not None and isawaitable(result):
+                                                await result
+                                    except Exception as error:
+                                        report_callback_error(on_error, error, delta)
                                 if outbox:
                                     await adeliver(channel, on_error)
                                 continue
@@ -724,6 +768,8 @@ class Pipe:
                         if subs:
                             solo = subs[0]
                             solo_async = _returns_coroutine(solo)
+                        evs = self._event_callbacks
+                        typed_async = bool(evs) and _returns_coroutine(evs[0])
                         if outbox:
                             # adeliver() inlined: this runs once per event off the lanes.
                             pending = deliver(channel, on_error)
@@ -871,12 +917,72 @@ def _dispatch(cls: type[Pipe]) -> tuple[type | None, type | None, bool]:
     return TextDelta, ReasoningDelta, lanes
 
 
-def _returns_coroutine(callback: Callable[[str], object]) -> bool:
+def _returns_coroutine(callback: Callable[[Any], object]) -> bool:
     """Whether every call of ``callback`` returns a coroutine: ``async def`` functions, methods."""
     function = callback.__func__ if type(callback) is types.MethodType else callback
     return type(function) is types.FunctionType and bool(
         function.__code__.co_flags & inspect.CO_COROUTINE
     )
+
+
+def _hand(
+    channel: Channel,
+    callback: Callable[[Any], object],
+    item: Any,
+    on_error: CallbackErrorHandler | None,
+) -> None:
+    """A lane's item to one sync-driven callback, as deliver_sync() would hand it."""
+    channel.delivering = True
+    try:
+        result = callback(item)
+    except Exception as error:
+        report_callback_error(on_error, error, item)
+        result = None
+    finally:
+        channel.delivering = False
+    if result is not None and inspect.isawaitable(result):
+        reject_awaitable(result, awaitable_name(result))
+
+
+async def _ahand_pair(
+    solo: Callable[[str], object],
+    solo_async: bool,
+    delta: str,
+    typed: Event,
+    events: tuple[EventCallback, ...],
+    typed_async: bool,
+    on_error: CallbackErrorHandler | None,
+    outbox: deque[Entry],
+) -> None:
+    """A lane's delta to its streaming callback, then its typed delta to the one event callback.
+
+    As deliver() and adeliver() would hand them over; when the first hand-over is interrupted
+    (cancelled, or a raising error handler), the typed delta waits in the outbox for the closing
+    delivery.
+    """
+    try:
+        try:
+            if solo_async:
+                await solo(delta)  # type: ignore[misc]
+            else:
+                result = solo(delta)
+                if result is not None and inspect.isawaitable(result):
+                    await result
+        except Exception as error:
+            report_callback_error(on_error, error, delta)
+    except BaseException:
+        outbox.append((typed, events))
+        raise
+    callback = events[0]
+    try:
+        if typed_async:
+            await callback(typed)  # type: ignore[misc]
+        else:
+            result = callback(typed)
+            if result is not None and inspect.isawaitable(result):
+                await result
+    except Exception as error:
+        report_callback_error(on_error, error, typed)
 
 
 def _no_callback(chunk: str) -> None:

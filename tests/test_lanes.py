@@ -124,20 +124,30 @@ class Played:
     chunks: list[str]
     result: tuple[Any, ...] | None
     error: str | None
+    events: list[Any] = field(default_factory=list)
 
 
 def play(
-    script: list[ScriptItem], driver: str, kind: str, *, witnessed: bool, **options: Any
+    script: list[ScriptItem],
+    driver: str,
+    kind: str,
+    *,
+    witnessed: bool,
+    events: bool = False,
+    **options: Any,
 ) -> Played:
     chunks: list[str] = []
     witness: list[str] = []
+    typed: list[Any] = []
     pipe = ScriptedPipe(script, **options).set_streaming_callback(subscriber(kind, chunks))
+    if events:
+        pipe.set_event_callback(typed.append)
     if witnessed:
         pipe.set_streaming_callback(witness.append)
     error = drive(pipe, driver)
     if witnessed:
         assert witness == chunks
-    return Played(chunks, summary(pipe.last_result), error)
+    return Played(chunks, summary(pipe.last_result), error, [(e, e.source) for e in typed])
 
 
 @settings(max_examples=300, deadline=None)
@@ -148,9 +158,12 @@ def test_a_lone_subscriber_gets_what_it_would_among_others(
     """Alone or beside another subscriber, sync or async, in every driver: the same chunks,
     result and error; never an empty chunk; escaped, the chunks split into the script."""
     options = {"stream_model_reasoning": gate, "escape_markers": escape}
-    reference = play(script, "sync", "sync", witnessed=True, **options)
-    for driver, kind in COMBINATIONS:
-        assert play(script, driver, kind, witnessed=False, **options) == reference
+    for events in (True, False):
+        reference = play(script, "sync", "sync", witnessed=True, events=events, **options)
+        for driver, kind in COMBINATIONS:
+            assert play(script, driver, kind, witnessed=False, events=events, **options) == (
+                reference
+            )
     chunks = reference.chunks
     assert all(type(chunk) is str and chunk for chunk in chunks)
     segments, text = expected_from_script(script)
@@ -243,6 +256,66 @@ def test_a_callback_acting_at_any_chunk_sees_what_it_would_among_others(action: 
         assert balanced(reference[0]) or action == "the actor leaves"
         for driver, kind in COMBINATIONS:
             assert act_at(k, action, driver, kind, witnessed=False) == reference, (k, driver)
+
+
+# --- a lane shared with one event callback, interrupted at every chunk -----------------------
+
+
+def interrupt_at(
+    k: int, how: str, driver: str, kind: str, *, witnessed: bool
+) -> tuple[list[str], list[tuple[Event, str | None]], tuple[Any, ...] | None, str | None]:
+    """The streaming callback breaks the run at its k-th chunk: it raises into an error handler
+    that aborts, or it cancels the run. What did it and the one event callback get?"""
+    chunks: list[str] = []
+    typed: list[Event] = []
+    scopes: list[anyio.CancelScope] = []
+
+    def act(chunk: str) -> None:
+        if len(chunks) + 1 == k:
+            if how == "raises":
+                raise RuntimeError("the callback broke")
+            scopes[0].cancel()
+
+    def abort(error: BaseException, chunk: object) -> None:
+        raise error
+
+    pipe = ScriptedPipe(SCRIPT, on_callback_error=abort)
+    pipe.set_streaming_callback(subscriber(kind, chunks, act))
+    pipe.set_event_callback(typed.append)
+    if witnessed:
+        pipe.set_streaming_callback([].append)
+    if driver == "sync":
+        error = drive(pipe, driver)
+    else:
+
+        async def main() -> str | None:
+            scopes.append(anyio.CancelScope())
+            with scopes[0]:
+                try:
+                    await pipe.arun("p")
+                except Exception as failure:
+                    return type(failure).__name__
+            return None
+
+        error = anyio.run(main, backend=driver)
+    return chunks, [(e, e.source) for e in typed], summary(pipe.last_result), error
+
+
+@pytest.mark.parametrize("how", ["raises", "cancels"])
+def test_an_interrupted_lane_hands_its_event_callback_what_it_would_among_others(
+    how: str,
+) -> None:
+    """One streaming and one event callback share a lane. When the streaming callback's chunk
+    ends the run (an error handler that raises, a cancellation), the event callback still gets
+    that chunk's typed delta in the closing delivery, as it does when a second subscriber keeps
+    every delta on the channel's general path."""
+    total = len(play(SCRIPT, "sync", "sync", witnessed=False).chunks)
+    for driver, kind in COMBINATIONS:
+        if how == "cancels" and driver == "sync":
+            continue
+        for k in range(1, total + 1):
+            reference = interrupt_at(k, how, driver, kind, witnessed=True)
+            assert interrupt_at(k, how, driver, kind, witnessed=False) == reference, (k, driver)
 
 
 # --- cancellation of a lone subscriber's run, at every chunk ----------------------------------
