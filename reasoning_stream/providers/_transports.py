@@ -634,9 +634,10 @@ def _split_reading(stream: Any) -> tuple[Iterator[bytes], Any, Callable[[Any], A
 
     botocore's ``EventStream`` iterates ``_raw_stream.stream()`` (urllib3's chunks), feeds
     each chunk to a fresh ``EventStreamBuffer`` and yields ``_parse_event(message)`` for every
-    frame it completes, when that is not empty (botocore 1.x, since event streams exist).
-    These are private names: the split is taken only for botocore's own class, not a
-    subclass, with every part where expected and nothing read from the stream yet.
+    frame it completes, when that is not empty (botocore 1.44, the version tested; a test
+    holds the split to what iterating the stream gives, so a botocore that reads otherwise
+    fails it). These are private names: the split is taken only for botocore's own class,
+    not a subclass, with every part where expected and nothing read from the stream yet.
     """
     try:
         from botocore.eventstream import EventStream, EventStreamBuffer
