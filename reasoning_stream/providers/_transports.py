@@ -706,6 +706,9 @@ async def _decode_events(
 
 _BATCH_LIMIT = 256
 """At most this many items wait for the event loop; then the reading thread waits."""
+_BATCH_BYTES = 1 << 20
+"""Nor body chunks past this many bytes (the chunk that crosses it included: urllib3's chunks
+are at most 64 KiB)."""
 
 
 class _Reader:
@@ -716,8 +719,8 @@ class _Reader:
     :meth:`take_ready` hands over every item read since the last look, and only when there is
     none does :meth:`take` (run in a worker thread) wait for the next. Nothing is held back to
     fill a batch: an item can be taken as soon as it is read. At most ``_BATCH_LIMIT`` items
-    wait; then the reading thread waits too, so a slow consumer slows the read down instead of
-    buffering the whole response.
+    wait, and body chunks only until they pass ``_BATCH_BYTES`` bytes; then the reading thread
+    waits too, so a slow consumer slows the read down instead of buffering the whole response.
 
     The end of ``items`` and a read's error come last in the buffer, after the items read
     before them. ``interrupt()`` shuts the stream's socket down for reading so a blocked read
@@ -732,6 +735,7 @@ class _Reader:
         self._items = items
         self._ready = threading.Condition(threading.Lock())
         self._buffer: list[Any] = []
+        self._bytes = 0  # the size of the body chunks in the buffer
         self._stopped = False
         self._finished = False
         self._thread = threading.Thread(
@@ -745,11 +749,15 @@ class _Reader:
         try:
             for item in self._items:
                 with ready:
-                    while len(self._buffer) >= _BATCH_LIMIT and not self._stopped:
+                    while (
+                        len(self._buffer) >= _BATCH_LIMIT or self._bytes >= _BATCH_BYTES
+                    ) and not self._stopped:
                         ready.wait()
                     if self._stopped:
                         return
                     self._buffer.append(item)
+                    if type(item) is bytes:
+                        self._bytes += len(item)
                     if len(self._buffer) == 1:
                         ready.notify_all()
         except BaseException as error:  # handed to the event loop, never lost in a thread
@@ -768,7 +776,7 @@ class _Reader:
         with self._ready:
             if not self._buffer:
                 return []
-            batch, self._buffer = self._buffer, []
+            batch, self._buffer, self._bytes = self._buffer, [], 0
             self._ready.notify_all()
             return batch
 
@@ -779,7 +787,7 @@ class _Reader:
                 self._ready.wait()
             if not self._buffer:
                 return [self.END]
-            batch, self._buffer = self._buffer, []
+            batch, self._buffer, self._bytes = self._buffer, [], 0
             self._ready.notify_all()
             return batch
 

@@ -25,6 +25,7 @@ from botocore.eventstream import EventStream
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from reasoning_stream.providers import _transports as transports
 from reasoning_stream.providers._transports import (
     _BATCH_LIMIT,
     _Failure,
@@ -217,9 +218,15 @@ def _full(reader: _Reader) -> bool:
 
 
 def _drain(reader: _Reader) -> list[Any]:
-    items = reader.take()
-    while items[-1] is not _Reader.END and not isinstance(items[-1], _Failure):
-        items += reader.take()
+    """Everything up to the end or the error; a reader that stops handing over fails, not hangs."""
+    items: list[Any] = []
+    deadline = time.monotonic() + 10
+    while not items or (items[-1] is not _Reader.END and not isinstance(items[-1], _Failure)):
+        batch = reader.take_ready()
+        if not batch:
+            assert time.monotonic() < deadline, "the reading thread stopped handing over"
+            time.sleep(0.002)
+        items += batch
     return items
 
 
@@ -247,6 +254,46 @@ def test_a_slow_consumer_holds_the_body_reader_back() -> None:
     chunks = items[:-1]
     assert all(isinstance(chunk, bytes) for chunk in chunks)
     assert b"".join(chunks) == transcript.encode()
+
+
+def test_big_body_chunks_wait_only_up_to_the_byte_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Few but big chunks: the byte bound holds the reader back before the count bound does
+    (the chunk that crosses it is the last to wait), and nothing is lost."""
+    monkeypatch.setattr(transports, "_BATCH_BYTES", 4096)
+    transcript = _long_text_stream(400)
+    with WireServer() as server:
+        server.add(transcript, chunk_size=1000)
+        client = _client(server)
+        stream, _ = _opener(client, transcript)()
+        split = _split_reading(stream)
+        assert split is not None
+        reader = _Reader(stream, split[0])
+        try:
+            _wait_for(lambda: len(reader._buffer) >= 5)
+            time.sleep(0.2)  # the thread has more to read, and must be waiting
+            first = reader.take_ready()
+            assert [len(chunk) for chunk in first] == [1000] * 5
+            _wait_for(lambda: len(reader._buffer) >= 5)
+            time.sleep(0.2)
+            second = _bounded(reader.take)  # the waiting take, as the event loop's hop calls it
+            assert [len(chunk) for chunk in second] == [1000] * 5
+            items = first + second + _drain(reader)
+        finally:
+            reader.interrupt()
+            reader.close()
+            client.close()
+    assert items[-1] is _Reader.END
+    assert b"".join(items[:-1]) == transcript.encode()
+
+
+def _bounded(call: Callable[[], list[Any]]) -> list[Any]:
+    """``call()`` in a thread, failing the test if it has not returned within 10 s."""
+    result: list[list[Any]] = []
+    thread = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert result, "the call never returned"
+    return result[0]
 
 
 def _counting(count: int, error: BaseException | None = None) -> Iterator[int]:
