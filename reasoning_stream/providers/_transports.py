@@ -615,7 +615,7 @@ async def aevent_stream_source(open_stream: Callable[[], tuple[Any, str | None]]
         generator = _read_events(reader)
     else:
         body, frames, decode = split
-        reader = _Reader(stream, body)
+        reader = _Reader(stream, body, joins=True)
         generator = _decode_events(reader, frames, decode)
 
     async def aclose() -> None:
@@ -686,18 +686,27 @@ async def _read_events(reader: _Reader) -> AsyncGenerator[Any, None]:
             return
 
 
+_FEED_BYTES = 4096
+"""The body goes to the ``EventStreamBuffer`` in pieces of this size: it copies what is left
+of its data after every frame, so one large piece would cost time quadratic in its size."""
+
+
 async def _decode_events(
     reader: _Reader, frames: Any, decode: Callable[[Any], Any]
 ) -> AsyncGenerator[Any, None]:
-    """Frame and decode the body chunks a reader read, as botocore's ``EventStream`` does."""
+    """Frame and decode the body a reader read, as botocore's ``EventStream`` does: the same
+    bytes, in order, through the same ``EventStreamBuffer`` and decoder (frames do not depend
+    on where the bytes were cut)."""
     while True:
         batch, end = await _take(reader)
-        for data in batch:
-            frames.add_data(data)
-            for message in frames:
-                event = decode(message)
-                if event:
-                    yield event
+        for body in batch:
+            view = memoryview(body)
+            for start in range(0, len(view), _FEED_BYTES):
+                frames.add_data(bytes(view[start : start + _FEED_BYTES]))
+                for message in frames:
+                    event = decode(message)
+                    if event:
+                        yield event
         if isinstance(end, _Failure):
             raise end.error
         if end is not None:
@@ -707,8 +716,8 @@ async def _decode_events(
 _BATCH_LIMIT = 256
 """At most this many items wait for the event loop; then the reading thread waits."""
 _BATCH_BYTES = 1 << 20
-"""Nor body chunks past this many bytes (the chunk that crosses it included: urllib3's chunks
-are at most 64 KiB)."""
+"""Nor more body bytes than this, but for the chunk that crosses it (urllib3's chunks are at
+most 64 KiB)."""
 
 
 class _Reader:
@@ -717,10 +726,12 @@ class _Reader:
 
     A thread hop costs far more than an item, so the event loop does not hop once an item:
     :meth:`take_ready` hands over every item read since the last look, and only when there is
-    none does :meth:`take` (run in a worker thread) wait for the next. Nothing is held back to
-    fill a batch: an item can be taken as soon as it is read. At most ``_BATCH_LIMIT`` items
-    wait, and body chunks only until they pass ``_BATCH_BYTES`` bytes; then the reading thread
-    waits too, so a slow consumer slows the read down instead of buffering the whole response.
+    none does :meth:`take` (run in a worker thread) wait for the next. With ``joins``, the
+    body's chunks read since the last look wait as one ``bytearray`` (one object to hand over
+    instead of one per chunk). Nothing is held back to fill a batch: what was read can be
+    taken at once. At most ``_BATCH_LIMIT`` items or ``_BATCH_BYTES`` body bytes wait; then
+    the reading thread waits too, so a slow consumer slows the read down instead of buffering
+    the whole response.
 
     The end of ``items`` and a read's error come last in the buffer, after the items read
     before them. ``interrupt()`` shuts the stream's socket down for reading so a blocked read
@@ -730,12 +741,13 @@ class _Reader:
 
     END = object()
 
-    def __init__(self, stream: Any, items: Iterable[Any]) -> None:
+    def __init__(self, stream: Any, items: Iterable[Any], *, joins: bool = False) -> None:
         self._stream = stream
         self._items = items
+        self._joins = joins
         self._ready = threading.Condition(threading.Lock())
         self._buffer: list[Any] = []
-        self._bytes = 0  # the size of the body chunks in the buffer
+        self._bytes = 0  # the body bytes in the buffer
         self._stopped = False
         self._finished = False
         self._thread = threading.Thread(
@@ -746,6 +758,7 @@ class _Reader:
     def _pump(self) -> None:
         last: Any = self.END
         ready = self._ready
+        joins = self._joins
         try:
             for item in self._items:
                 with ready:
@@ -755,10 +768,15 @@ class _Reader:
                         ready.wait()
                     if self._stopped:
                         return
-                    self._buffer.append(item)
-                    if type(item) is bytes:
+                    buffer = self._buffer
+                    if joins:
                         self._bytes += len(item)
-                    if len(self._buffer) == 1:
+                        if buffer:
+                            buffer[0] += item
+                            continue
+                        item = bytearray(item)
+                    buffer.append(item)
+                    if len(buffer) == 1:
                         ready.notify_all()
         except BaseException as error:  # handed to the event loop, never lost in a thread
             last = _Failure(error)

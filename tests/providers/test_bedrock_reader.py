@@ -182,6 +182,37 @@ def test_the_event_loop_gets_what_boto3_iteration_gets(
         assert expected[1] is None and expected[0]  # the oracle read the whole stream
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_body_read_ahead_in_one_piece_decodes_like_boto3(backend: str) -> None:
+    """The event loop looks late: the whole body waits as one bytearray (far more than one
+    piece for the EventStreamBuffer), and still gives boto3's events."""
+    transcript = _long_text_stream(2000)
+    assert len(transcript.encode()) > 20 * transports._FEED_BYTES
+
+    def late(open_stream: Callable[[], Any]) -> tuple[list[Any], Any]:
+        async def main() -> tuple[list[Any], Any]:
+            source = await aevent_stream_source(open_stream)
+            try:
+                await anyio.sleep(0.5)  # the reading thread reads the whole body meanwhile
+                return [event async for event in source.chunks], None
+            finally:
+                await source.aclose()
+
+        return anyio.run(main, backend=backend)
+
+    with WireServer() as server:
+        server.add(transcript)
+        server.add(transcript)
+        client = _client(server)
+        try:
+            expected = _boto3_reads(_opener(client, transcript))
+            got = late(_opener(client, transcript))
+        finally:
+            client.close()
+    assert len(expected[0]) == 2003 and expected[1] is None
+    assert got == expected
+
+
 def test_botocore_streams_are_split_and_others_read_whole() -> None:
     transcript = Transcript.load("bedrock_converse_reasoning")
     with WireServer() as server:
@@ -230,35 +261,37 @@ def _drain(reader: _Reader) -> list[Any]:
     return items
 
 
-def test_a_slow_consumer_holds_the_body_reader_back() -> None:
-    """The split reading on a real boto3 stream: at most _BATCH_LIMIT body chunks wait while
-    the consumer takes nothing; then every chunk comes once, in order, the whole body."""
+def test_a_slow_consumer_holds_the_body_reader_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The split reading on a real boto3 stream, one frame a chunk: while the consumer takes
+    nothing, what was read waits as one bytearray of _BATCH_BYTES and at most one chunk more;
+    then the rest comes, in order, the whole body once."""
+    monkeypatch.setattr(transports, "_BATCH_BYTES", 2048)
     transcript = _long_text_stream(3 * _BATCH_LIMIT)
+    largest = max(len(frame) for frame in transcript.chunks())
     with WireServer(transcript) as server:
         client = _client(server)
         stream, _ = _opener(client, transcript)()
         split = _split_reading(stream)
         assert split is not None
-        reader = _Reader(stream, split[0])
+        reader = _Reader(stream, split[0], joins=True)
         try:
-            _wait_for(lambda: _full(reader))
+            _wait_for(lambda: reader._bytes >= 2048)
             time.sleep(0.2)  # the thread has more to read, and must be waiting
             first = reader.take_ready()
-            assert len(first) == _BATCH_LIMIT
+            assert [type(body) for body in first] == [bytearray]
+            assert 2048 <= len(first[0]) < 2048 + largest
             items = first + _drain(reader)
         finally:
             reader.interrupt()
             reader.close()
             client.close()
     assert items[-1] is _Reader.END and items.count(_Reader.END) == 1
-    chunks = items[:-1]
-    assert all(isinstance(chunk, bytes) for chunk in chunks)
-    assert b"".join(chunks) == transcript.encode()
+    assert b"".join(items[:-1]) == transcript.encode()
 
 
 def test_big_body_chunks_wait_only_up_to_the_byte_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Few but big chunks: the byte bound holds the reader back before the count bound does
-    (the chunk that crosses it is the last to wait), and nothing is lost."""
+    """Big chunks: the chunk that crosses the byte bound is the last to wait, for the look
+    without a hop and for the waiting take alike, and nothing is lost."""
     monkeypatch.setattr(transports, "_BATCH_BYTES", 4096)
     transcript = _long_text_stream(400)
     with WireServer() as server:
@@ -267,16 +300,16 @@ def test_big_body_chunks_wait_only_up_to_the_byte_bound(monkeypatch: pytest.Monk
         stream, _ = _opener(client, transcript)()
         split = _split_reading(stream)
         assert split is not None
-        reader = _Reader(stream, split[0])
+        reader = _Reader(stream, split[0], joins=True)
         try:
-            _wait_for(lambda: len(reader._buffer) >= 5)
+            _wait_for(lambda: reader._bytes >= 4096)
             time.sleep(0.2)  # the thread has more to read, and must be waiting
             first = reader.take_ready()
-            assert [len(chunk) for chunk in first] == [1000] * 5
-            _wait_for(lambda: len(reader._buffer) >= 5)
+            assert [len(body) for body in first] == [5000]
+            _wait_for(lambda: reader._bytes >= 4096)
             time.sleep(0.2)
             second = _bounded(reader.take)  # the waiting take, as the event loop's hop calls it
-            assert [len(chunk) for chunk in second] == [1000] * 5
+            assert [len(body) for body in second] == [5000]
             items = first + second + _drain(reader)
         finally:
             reader.interrupt()
