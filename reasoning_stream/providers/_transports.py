@@ -18,8 +18,8 @@ id the transport learned before the first chunk (Bedrock's request id). The driv
 - :func:`lean_client`, :func:`check_lean_client`: the httpx clients of the lean transports.
 - :func:`event_stream_source` / :func:`aevent_stream_source`: a boto3 ``EventStream``; boto3
   is sync only, so the async twin reads the body's bytes in a thread of its own, the event
-  loop takes every chunk read since its last look and decodes the frames with the stream's own
-  botocore code, and a blocked read can be interrupted.
+  loop takes what was read since its last look (one ``bytearray``) and decodes the frames with
+  the stream's own botocore code, and a blocked read can be interrupted.
 """
 
 from __future__ import annotations
@@ -585,10 +585,11 @@ async def aevent_stream_source(open_stream: Callable[[], tuple[Any, str | None]]
     boto3 reads a stream in three steps: the HTTP body's chunks (urllib3), the event-stream
     frames cut from them (botocore's ``EventStreamBuffer``), and each frame decoded into the
     event's dict by the stream's own parser. The reading thread does only the first, the one
-    that blocks; the event loop runs the other two with the same botocore objects, so it gets
-    the same dicts and the same errors (an in-stream exception is botocore's
-    ``EventStreamError``) in the same order as iterating the stream, without every decoded
-    event crossing between threads. A stream that is not botocore's own ``EventStream``, or
+    that blocks, and joins what it read until the event loop looks; the event loop runs the
+    other two with the same botocore objects, so it gets the same dicts and the same errors
+    (an in-stream exception is botocore's ``EventStreamError``) in the same order as iterating
+    the stream, without every chunk or decoded event crossing between threads. A stream that
+    is not botocore's own ``EventStream``, or
     whose private reading parts are not where this botocore keeps them, is iterated whole in
     the reading thread instead (see :func:`_split_reading`).
 
