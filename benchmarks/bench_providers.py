@@ -833,7 +833,7 @@ def main(chunks: int = CHUNKS, *, profile: bool = False, heap: bool = False) -> 
 #
 # One table for every provider: each wire's floor (httpx + its framing + the stdlib's
 # json.loads), the bare SDK loop, the pipe on the SDK and the lean pipe (stdlib JSON, and
-# _json.loads with the `fast` extra), sync and async, timed in interleaved rounds; ratios are
+# _json.loads_utf8 with the `fast` extra), sync and async, timed in interleaved rounds; ratios are
 # taken within a round and reported as medians with their spread.
 
 EVERY_CHUNKS = 4_000
@@ -1244,19 +1244,22 @@ HAS_LEAN = {"Anthropic", "Responses", "chat", "Ollama", "Gemini", "OpenRouter"}
 
 @contextlib.contextmanager
 def stdlib_json() -> Iterator[None]:
-    """Make every stream path decode with the stdlib's ``json.loads`` for a while."""
+    """Make every stream path decode with the stdlib's ``json.loads`` for a while (what
+    ``reasoning_stream._json`` does without msgspec)."""
     import importlib
 
+    from reasoning_stream._json import stdlib_loads_utf8
     from reasoning_stream.providers import _transports
     from reasoning_stream.providers.bedrock import translate as bedrock_translate
 
     gemini: Any = importlib.import_module("reasoning_stream.providers.gemini")
-    saved = (_transports.loads, gemini.loads, bedrock_translate.loads)
-    _transports.loads = gemini.loads = bedrock_translate.loads = json.loads
+    saved = (_transports.loads_utf8, gemini.loads_utf8, bedrock_translate.loads)
+    _transports.loads_utf8 = gemini.loads_utf8 = stdlib_loads_utf8
+    bedrock_translate.loads = json.loads
     try:
         yield
     finally:
-        _transports.loads, gemini.loads, bedrock_translate.loads = saved
+        _transports.loads_utf8, gemini.loads_utf8, bedrock_translate.loads = saved
 
 
 @dataclass

@@ -159,7 +159,10 @@ class TurnRecord:
     """Provider execution metadata for one assistant turn, kept beside its message.
 
     ``provider``, ``model`` and ``endpoint`` are the scope: the turn's ``states`` and its
-    readable reasoning go back only to a pipe with the same three values.
+    readable reasoning go back only to a pipe with the same three values. ``reasoned`` says
+    whether the run produced readable reasoning (``None``: not known, a record written before
+    the field existed), so a tool-call turn that truly reasoned nothing can be told from one
+    whose reasoning was edited away.
     """
 
     provider: str | None
@@ -169,6 +172,7 @@ class TurnRecord:
     response_id: str | None = None
     status: Status = "completed"
     finish_reason: str | None = None
+    reasoned: bool | None = None
 
     @classmethod
     def from_result(cls, result: PipeResult) -> TurnRecord:
@@ -181,6 +185,7 @@ class TurnRecord:
             response_id=result.response_id,
             status=result.status,
             finish_reason=result.finish_reason,
+            reasoned=bool(result.model_reasoning),
         )
 
     def made_by(self, pipe: object) -> bool:
@@ -203,6 +208,7 @@ class TurnRecord:
             "response_id": self.response_id,
             "status": self.status,
             "finish_reason": self.finish_reason,
+            "reasoned": self.reasoned,
         }
 
     @classmethod
@@ -216,6 +222,7 @@ class TurnRecord:
             response_id=data.get("response_id"),
             status=data.get("status", "completed"),
             finish_reason=data.get("finish_reason"),
+            reasoned=data.get("reasoned"),
         )
 
 
@@ -685,15 +692,16 @@ class Conversation(Sequence[dict[str, Any]]):
             reasoning: str | None = None
             thinking = message.get("thinking")
             if (
-                isinstance(thinking, str)
-                and thinking
-                and (
-                    policy.reasoning == "always"
-                    or (policy.reasoning == "tool_calls" and message.get("tool_calls"))
-                    or (policy.reasoning == "tool_loop" and index >= loop_start)
-                )
+                policy.reasoning == "always"
+                or (policy.reasoning == "tool_calls" and message.get("tool_calls"))
+                or (policy.reasoning == "tool_loop" and index >= loop_start)
             ):
-                reasoning = thinking
+                if isinstance(thinking, str) and thinking:
+                    reasoning = thinking
+                elif thinking is None and record.reasoned is False and message.get("tool_calls"):
+                    # The run reasoned nothing: a tool-call turn's reasoning is the empty text
+                    # (what DeepSeek and Kimi need back on it), not missing.
+                    reasoning = ""
             turns.append(HistoryTurn(visible, states=states, reasoning=reasoning))
         return turns
 

@@ -13,6 +13,12 @@ left, at the edge of the interpreter's recursion limit: a document nested within
 the depth at which ``json.loads`` raises ``RecursionError`` (about 990 levels by default) still
 decodes. orjson was measured too and is slower on these chunks; it also reads integers beyond
 64 bits as floats without an error, which no fallback could notice.
+
+:func:`loads_utf8` is the lean transports' entry: a ``data:`` payload or an NDJSON line as the
+bytes that came off the wire, decoded as ``json.loads`` decodes the text an httpx ``iter_text``
+reader would have made of them (UTF-8, a malformed sequence read as U+FFFD). msgspec reads
+such bytes without a ``str`` in between; what it refuses (malformed UTF-8 among it) goes the
+stdlib's way, which decodes the text first.
 """
 
 from __future__ import annotations
@@ -20,10 +26,16 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-__all__ = ["BACKEND", "loads"]
+__all__ = ["BACKEND", "loads", "loads_utf8", "stdlib_loads_utf8"]
 
 BACKEND: Literal["msgspec", "json"]
 """The decoder :func:`loads` tries first: ``"msgspec"`` when it is installed, else ``"json"``."""
+
+
+def stdlib_loads_utf8(data: bytes) -> Any:
+    """:func:`loads_utf8` with the stdlib alone: the UTF-8 text of ``data``, then ``json.loads``."""
+    return json.loads(data.decode("utf-8", "replace"))
+
 
 try:
     from msgspec import DecodeError as _DecodeError
@@ -34,6 +46,11 @@ except ImportError:  # the stdlib alone
     def loads(data: str | bytes) -> Any:
         """Decode one JSON document, as ``json.loads`` does."""
         return json.loads(data)
+
+    def loads_utf8(data: bytes) -> Any:
+        """Decode the UTF-8 bytes of one JSON document, as ``json.loads`` decodes their text
+        (``data.decode("utf-8", "replace")``)."""
+        return json.loads(data.decode("utf-8", "replace"))
 
 else:
     BACKEND = "msgspec"
@@ -48,3 +65,11 @@ else:
             return _decode(data)
         except _REFUSED:
             return json.loads(data)
+
+    def loads_utf8(data: bytes) -> Any:
+        """Decode the UTF-8 bytes of one JSON document, as ``json.loads`` decodes their text
+        (``data.decode("utf-8", "replace")``)."""
+        try:
+            return _decode(data)
+        except _REFUSED:
+            return json.loads(data.decode("utf-8", "replace"))

@@ -149,7 +149,6 @@ class Pipe:
         if on_callback_error is not None:
             checked_callable(on_callback_error, "on_callback_error")
         self.on_callback_error = on_callback_error
-        self.stream_model_reasoning = stream_model_reasoning
         self.last_result: PipeResult | None = None
         # Tuples, replaced on change: the channel tags entries with them without copying.
         self._callbacks: tuple[StreamingCallback, ...] = ()
@@ -158,6 +157,7 @@ class Pipe:
         self._idle = Channel()
         self._channel = self._idle
         self._run: Channel | None = None
+        self.stream_model_reasoning = stream_model_reasoning
         self._capture = Capture()
         # The pipe whose run records what this one learns beside its events (see
         # _forward_records); None: this pipe's own run.
@@ -219,6 +219,17 @@ class Pipe:
         hooks = self._retry_hooks
         if hooks:
             _observers.retrying(hooks, attempt, delay, error)
+
+    @property
+    def stream_model_reasoning(self) -> bool:
+        """Whether reasoning (and its markers) goes to the callbacks; capture is unaffected."""
+        return self._stream_model_reasoning
+
+    @stream_model_reasoning.setter
+    def stream_model_reasoning(self, on: bool) -> None:
+        self._stream_model_reasoning = on
+        # A reasoning lane opens only behind an open gate: the next delta decides again.
+        self._channel.close_lanes()
 
     def set_stream_model_reasoning(self, on: bool) -> Self:
         """Gate reasoning bytes (and markers) to the callbacks; capture is unaffected."""
@@ -297,7 +308,7 @@ class Pipe:
             opened,
             self._callbacks,
             self._event_callbacks,
-            self.stream_model_reasoning,
+            self._stream_model_reasoning,
             self.escape_markers,
             self.name,
         )
@@ -594,7 +605,6 @@ class Pipe:
                         delta = event.text  # type: ignore[union-attr]
                         if (
                             channel.reasoning_lane is not subs
-                            or not self.stream_model_reasoning
                             or type(delta) is not str
                             or not delta
                             or "<" in delta
@@ -659,8 +669,11 @@ class Pipe:
                 async for item in source:
                     for event in item if batched else (item,):
                         kind = type(event)
-                        # As in _attempt: a delta on an open lane skips the channel; the hooks
-                        # only queue here (the channel is deferred), the driver delivers.
+                        # As in _attempt: a delta on an open lane skips the channel and goes to
+                        # the lane's one callback here, as deliver() would hand it the one bare
+                        # entry the hook queues (nobody else to requeue it for); an async
+                        # function's call is known to need awaiting. The hooks only queue (the
+                        # channel is deferred); the driver delivers.
                         if kind is text_kind:
                             delta = event.text
                             if (
@@ -670,46 +683,49 @@ class Pipe:
                                 and "<" not in delta
                             ):
                                 texts_append(delta)
-                            else:
-                                text(delta)
-                                delta = None
+                                try:
+                                    if solo_async:
+                                        await solo(delta)  # type: ignore[misc]
+                                    else:
+                                        result = solo(delta)
+                                        if result is not None and isawaitable(result):
+                                            await result
+                                except Exception as error:
+                                    report_callback_error(on_error, error, delta)
+                                if outbox:
+                                    await adeliver(channel, on_error)
+                                continue
+                            text(delta)
                         elif kind is reasoning_kind:
                             delta = event.text
                             if (
                                 channel.reasoning_lane is subs
-                                and self.stream_model_reasoning
                                 and type(delta) is str
                                 and delta
                                 and "<" not in delta
                             ):
                                 capture.current.append(delta)  # type: ignore[union-attr]
-                            else:
-                                reasoning(delta)
-                                delta = None
+                                try:
+                                    if solo_async:
+                                        await solo(delta)  # type: ignore[misc]
+                                    else:
+                                        result = solo(delta)
+                                        if result is not None and isawaitable(result):
+                                            await result
+                                except Exception as error:
+                                    report_callback_error(on_error, error, delta)
+                                if outbox:
+                                    await adeliver(channel, on_error)
+                                continue
+                            reasoning(delta)
                         else:
                             handle(event)
-                            delta = None
-                        if delta is not None:
-                            # What deliver() and the loop below do with the one bare entry the
-                            # hook would have queued for the lane's one callback (nobody else
-                            # to requeue it for); an async function's call is known to need
-                            # awaiting.
-                            try:
-                                if solo_async:
-                                    await solo(delta)  # type: ignore[misc]
-                                else:
-                                    result = solo(delta)
-                                    if result is not None and isawaitable(result):
-                                        await result
-                            except Exception as error:
-                                report_callback_error(on_error, error, delta)
-                        else:
-                            subs = self._callbacks if lanes else ()
-                            if subs:
-                                solo = subs[0]
-                                solo_async = _returns_coroutine(solo)
+                        subs = self._callbacks if lanes else ()
+                        if subs:
+                            solo = subs[0]
+                            solo_async = _returns_coroutine(solo)
                         if outbox:
-                            # adeliver() inlined: this runs once per event.
+                            # adeliver() inlined: this runs once per event off the lanes.
                             pending = deliver(channel, on_error)
                             while pending is not None:
                                 try:

@@ -1,7 +1,10 @@
-"""``_json.loads`` gives what ``json.loads`` gives, for every document, whichever decoder runs."""
+"""``_json.loads`` gives what ``json.loads`` gives, for every document, whichever decoder runs;
+``_json.loads_utf8`` gives what ``json.loads`` gives for the UTF-8 text of any bytes (the text
+httpx's ``iter_text`` would have read: a malformed sequence is U+FFFD)."""
 
 from __future__ import annotations
 
+import codecs
 import importlib
 import importlib.util
 import json
@@ -65,6 +68,21 @@ def assert_decodes_like_json(data: str | bytes) -> None:
         assert ours[1] == stdlib[1], (data, ours, stdlib)
 
 
+def text_of(data: bytes) -> str:
+    """The text an httpx ``iter_text`` reader makes of UTF-8 bytes, independently of ours."""
+    return codecs.getincrementaldecoder("utf-8")(errors="replace").decode(data, True)
+
+
+def assert_utf8_decodes_like_json(data: bytes) -> None:
+    for decode in (_json.loads_utf8, _json.stdlib_loads_utf8):
+        ours, stdlib = outcome(decode, data), outcome(json.loads, text_of(data))
+        assert ours[0] == stdlib[0], (data, ours, stdlib)
+        if ours[0] == "ok":
+            assert same(ours[1], stdlib[1]), (data, ours, stdlib)
+        else:
+            assert ours[1] == stdlib[1], (data, ours, stdlib)
+
+
 def documents(value: Any) -> Iterator[str]:
     """``value`` written the ways a server may write it: escaped or raw, compact or spaced."""
     yield json.dumps(value)
@@ -84,6 +102,7 @@ def test_any_value_decodes_as_json_loads_decodes_it(value: Any) -> None:
     for document in documents(value):
         assert_decodes_like_json(document)
         assert_decodes_like_json(document.encode("utf-8", "surrogatepass"))
+        assert_utf8_decodes_like_json(document.encode("utf-8", "surrogatepass"))
 
 
 @settings(max_examples=300, deadline=None)
@@ -92,6 +111,29 @@ def test_arbitrary_text_decodes_or_fails_as_json_loads_does(text: str) -> None:
     """Malformed documents too: the same value, or an error of the same type."""
     assert_decodes_like_json(text)
     assert_decodes_like_json(text.encode("utf-8", "surrogatepass"))
+    assert_utf8_decodes_like_json(text.encode("utf-8", "surrogatepass"))
+
+
+# Malformed UTF-8 (lone continuation bytes, truncated and overlong sequences, encoded
+# surrogates, bytes never valid), a byte order mark, UTF-16 and UTF-32 pieces, among JSON.
+BYTE_PIECES = st.sampled_from(
+    [
+        b"\xff", b"\x80", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf0\x9f", b"\xef\xbb\xbf",
+        b"\xfe\xff", b"\x00", b'"', b"{", b"}", b"[", b"]", b":", b",", b"1", b"-0.5e3", b"null",
+        b"true", b" ", b"\n", b"\\u00e9", b"\\ud800", b"\xc3\xa9", b"\xf0\x9f\x99\x82", b"NaN",
+        '{"a": 1}'.encode("utf-16"), b'"\x00\x00\x00',
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(BYTE_PIECES, max_size=12).map(b"".join))
+@example(b'"\xff"')
+@example(b"\xef\xbb\xbf{}")
+@example(b'["\xed\xa0\x80", "\xe2\x82"]')
+@example(b'{"a": "\xc3\xa9\xf0\x9f\x99\x82"}')
+def test_any_bytes_decode_or_fail_as_json_loads_decodes_their_text(data: bytes) -> None:
+    assert_utf8_decodes_like_json(data)
 
 
 @pytest.mark.parametrize(
@@ -141,6 +183,7 @@ def test_without_msgspec_the_stdlib_decodes(monkeypatch: pytest.MonkeyPatch) -> 
         fallback = importlib.reload(_json)
         assert fallback.BACKEND == "json"
         assert_decodes_like_json('{"a": [1, 2.5, NaN, 123456789012345678901234567890]}')
+        assert_utf8_decodes_like_json(b'{"a": ["\xff", 1e400, "\xc3\xa9"]}')
     finally:
         monkeypatch.undo()
         importlib.reload(_json)

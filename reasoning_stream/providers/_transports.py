@@ -7,14 +7,19 @@ id the transport learned before the first chunk (Bedrock's request id). The driv
 
 - :func:`sdk_source` / :func:`asdk_source`: an official SDK's stream object (openai,
   anthropic), closed completely, generators included.
-- :func:`iter_sse_json` / :func:`aiter_sse_json`: POST a JSON body with httpx, read the
-  ``text/event-stream`` reply with httpx-sse, decode each ``data:`` with
-  :func:`reasoning_stream._json.loads` (msgspec with the ``fast`` extra, else ``json.loads``),
-  stop at ``[DONE]``. No SDK model objects: the lean transport (``transport="httpx"``) of
-  OpenAI Chat, Responses and Anthropic, and the only one of Gemini and OpenRouter.
+- :func:`iter_sse_json` / :func:`aiter_sse_json`: POST a JSON body with httpx (httpx-sse's
+  ``connect_sse``), cut the ``text/event-stream`` reply's bytes into events with
+  :class:`SSEReader` (httpx-sse's framing rules, checked against it by a law), decode each
+  ``data:`` payload's bytes with :func:`reasoning_stream._json.loads_utf8` (msgspec with the
+  ``fast`` extra, else ``json.loads``), stop at ``[DONE]``. No SDK model objects: the lean
+  transport (``transport="httpx"``) of OpenAI Chat, Responses and Anthropic, and the only one
+  of Gemini and OpenRouter.
 - :func:`ndjson_source` / :func:`andjson_source`: a newline-delimited JSON stream as the
   ``ollama`` SDK's generator decodes it; :func:`iter_ndjson` / :func:`aiter_ndjson`: the same
-  wire read with httpx alone (Ollama's lean transport).
+  wire read with httpx alone, its lines cut from the bytes (Ollama's lean transport).
+- :func:`wire_bytes` / :func:`awire_bytes`: the reply's bytes as the lean readers take them,
+  through as few of httpx's layers as the reply allows (no text decoding: the readers cut
+  bytes, and msgspec reads UTF-8 itself).
 - :func:`lean_client`, :func:`check_lean_client`: the httpx clients of the lean transports.
 - :func:`event_stream_source` / :func:`aevent_stream_source`: a boto3 ``EventStream``; boto3
   is sync only, so the async twin reads the body's bytes in a thread of its own, the event
@@ -24,6 +29,7 @@ id the transport learned before the first chunk (Bedrock's request id). The driv
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import inspect
 import json
@@ -47,7 +53,7 @@ import httpx
 import httpx_sse
 
 from .._exceptions import MalformedStreamError, ProviderError, UsageError
-from .._json import loads
+from .._json import loads_utf8
 from ._errors import build_error, http_error
 
 __all__ = [
@@ -60,6 +66,7 @@ __all__ = [
     "aiter_sse_json",
     "andjson_source",
     "asdk_source",
+    "awire_bytes",
     "check_lean_client",
     "decode_json",
     "event_stream_source",
@@ -69,10 +76,11 @@ __all__ = [
     "lean_endpoint",
     "lean_url",
     "ndjson_source",
+    "payload_text",
     "sdk_source",
+    "wire_bytes",
 ]
 
-_DONE = "[DONE]"
 _DRAIN_SECONDS = 0.1
 # How long closing a boto3 stream waits for a read in flight after the socket was shut down.
 _CLOSE_WAIT_SECONDS = 5.0
@@ -152,11 +160,13 @@ async def _anothing() -> None:
 
 StatusError = Callable[[str, httpx.Response], ProviderError]
 """``(provider, response with its body read) -> the error to raise`` for an HTTP error."""
-Decode = Callable[[str, str], Any]
-"""``(provider, data) -> the decoded chunk``; raises ``MalformedStreamError``."""
+Decode = Callable[[str, bytes], Any]
+"""``(provider, data) -> the decoded chunk``; raises ``MalformedStreamError``.
+
+``data`` is the payload's UTF-8 bytes as they came off the wire (see :class:`SSEReader`)."""
 
 
-DecodeEvent = Callable[[str, str, str], Any]
+DecodeEvent = Callable[[str, str, bytes], Any]
 """``(provider, event name, data) -> the decoded chunk``, or :data:`SKIP` to pass the event by.
 
 httpx-sse names an event without an ``event:`` field ``"message"``."""
@@ -166,64 +176,92 @@ SKIP: Any = object()
 
 
 class SSEReader:
-    """The ``text/event-stream`` framing, incrementally: text in, ``(event, data)`` pairs out.
+    """The ``text/event-stream`` framing, incrementally: bytes in, ``(event, data)`` pairs out.
+
+    The body is read as the server sent it, UTF-8 bytes, without decoding it to text first:
+    every byte the framing looks at (``\\r``, ``\\n``, ``:``, a space) is ASCII, which never
+    occurs inside a multi-byte UTF-8 sequence, so cutting the bytes is cutting the text. The
+    event's name comes out as text (UTF-8, a malformed sequence read as U+FFFD, as httpx's
+    ``iter_text`` reads it); its data stays bytes, for a JSON decoder that reads UTF-8 itself
+    (:func:`reasoning_stream._json.loads_utf8`).
 
     Lines end at ``\\r\\n``, ``\\n`` or ``\\r`` (a ``\\r`` that ends one piece waits for the
     next, which may start with its ``\\n``); a blank line dispatches the event; ``:`` starts a
     comment; ``data`` lines join with ``\\n``; ``event`` names it (``"message"`` without one);
-    other fields are ignored. Only events with data come out: what httpx-sse's decoder yields,
-    minus the events without data, whatever the chunking (a hypothesis law checks exactly that),
-    at a fraction of the per-event cost: complete events are cut from the text in one go, and
-    a one-line ``data:`` event, the common case, needs no line loop.
+    other fields are ignored. Only events with data come out: what httpx-sse's decoder yields
+    for the body's text, minus the events without data, whatever the chunking (a hypothesis
+    law checks exactly that), at a fraction of the per-event cost: complete events are cut
+    from the bytes in one go, and a piece that is one whole event of one ``data:`` line (after
+    an ``event:`` line or not), the common case, needs no line loop.
 
     >>> reader = SSEReader()
-    >>> reader.feed("event: ping\\ndata: {}\\n\\ndata: [1,")
-    [('ping', '{}')]
-    >>> reader.feed(" 2]\\r\\n\\r\\n: keep-alive\\n\\n")
-    [('message', '[1, 2]')]
+    >>> reader.feed(b"event: ping\\ndata: {}\\n\\ndata: [1,")
+    [('ping', b'{}')]
+    >>> reader.feed(b" 2]\\r\\n\\r\\n: keep-alive\\n\\n")
+    [('message', b'[1, 2]')]
     """
 
     __slots__ = ("_cr", "_newline", "_pending")
 
     def __init__(self) -> None:
-        self._pending: list[str] = []
-        self._newline = False  # the pending text ends with a line end
+        self._pending: list[bytes] = []
+        self._newline = False  # the pending bytes end with a line end
         self._cr = False  # a "\r" ended the last piece
 
-    def feed(self, text: str) -> list[tuple[str, str]]:
-        """The events that ``text`` completes, in order."""
-        if not self._pending and not self._cr and text.endswith("\n\n") and "\r" not in text:
-            # The common piece: whole events and nothing more (servers flush per event).
-            if text.startswith("data: ") and text.find("\n") == len(text) - 2:
-                return [("message", text[6:-2])] if len(text) > 8 else []
-            return self._blocks(text.split("\n\n")[:-1])
+    def feed(self, chunk: bytes) -> list[tuple[str, bytes]]:
+        """The events that ``chunk`` completes, in order."""
+        if not self._pending and not self._cr:
+            # The common pieces: whole events and nothing more (servers flush per event).
+            # (Byte membership, slicing and comparison cost less than a method call each.)
+            if chunk[-2:] == b"\n\n":
+                if _CR not in chunk:
+                    end = len(chunk) - 2
+                    if chunk[:6] == b"data: ":
+                        data = chunk[6:end]
+                        if _LF not in data:
+                            return [("message", data)] if data else []
+                    elif chunk[:7] == b"event: ":
+                        line = chunk.find(b"\n")
+                        if chunk[line + 1 : line + 7] == b"data: ":
+                            data = chunk[line + 7 : end]
+                            if _LF not in data:
+                                if not data:
+                                    return []
+                                name = chunk[7:line].decode("utf-8", "replace") or "message"
+                                return [(name, data)]
+                    return self._blocks(chunk.split(b"\n\n")[:-1])
+            elif chunk[-4:] == b"\r\n\r\n" and chunk[:6] == b"data: ":
+                # CRLF line ends (Google's servers): one data line ends at the first "\r".
+                data = chunk[6:-4]
+                if _CR not in data and _LF not in data:
+                    return [("message", data)] if data else []
         if self._cr:
-            text = "\r" + text
+            chunk = b"\r" + chunk
             self._cr = False
-        if text.endswith("\r"):
-            text = text[:-1]
+        if chunk.endswith(b"\r"):
+            chunk = chunk[:-1]
             self._cr = True
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if not text:
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if not chunk:
             return []
         pending = self._pending
-        if "\n\n" not in text and not (self._newline and text[0] == "\n"):
-            pending.append(text)
-            self._newline = text[-1] == "\n"
+        if b"\n\n" not in chunk and not (self._newline and chunk[0] == _LF):
+            pending.append(chunk)
+            self._newline = chunk[-1] == _LF
             return []
-        pending.append(text)
-        blocks = "".join(pending).split("\n\n")
+        pending.append(chunk)
+        blocks = b"".join(pending).split(b"\n\n")
         rest = blocks.pop()
         self._pending = [rest] if rest else []
-        self._newline = rest.endswith("\n")
+        self._newline = rest.endswith(b"\n")
         return self._blocks(blocks)
 
     @staticmethod
-    def _blocks(blocks: list[str]) -> list[tuple[str, str]]:
-        events: list[tuple[str, str]] = []
+    def _blocks(blocks: list[bytes]) -> list[tuple[str, bytes]]:
+        events: list[tuple[str, bytes]] = []
         for block in blocks:
-            if block.startswith("data: ") and "\n" not in block:
+            if block.startswith(b"data: ") and b"\n" not in block:
                 if len(block) > 6:
                     events.append(("message", block[6:]))
                 continue
@@ -232,49 +270,64 @@ class SSEReader:
                 events.append(event)
         return events
 
-    def finish(self) -> list[tuple[str, str]]:
+    def finish(self) -> list[tuple[str, bytes]]:
         """The end of the stream: a held ``\\r`` still ends a line (an unfinished event is lost)."""
         if not self._cr:
             return []
         self._cr = False
-        return self.feed("\n")
+        return self.feed(b"\n")
 
 
-def _parse_block(block: str) -> tuple[str, str] | None:
-    name = ""
-    data: list[str] = []
-    for line in block.split("\n"):
-        if not line or line[0] == ":":
+_LF = ord("\n")
+_CR = ord("\r")
+
+
+def _parse_block(block: bytes) -> tuple[str, bytes] | None:
+    name = b""
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        if not line or line[0] == _COLON:
             # A blank line can only lead a block (a third line end in a row): it dispatches
             # what came before it, and nothing did.
             continue
-        field, _, value = line.partition(":")
-        if value.startswith(" "):
+        field, _, value = line.partition(b":")
+        if value.startswith(b" "):
             value = value[1:]
-        if field == "data":
+        if field == b"data":
             data.append(value)
-        elif field == "event":
+        elif field == b"event":
             name = value
-    joined = "\n".join(data)
-    return (name or "message", joined) if joined else None
+    joined = b"\n".join(data)
+    if not joined:
+        return None
+    return (name.decode("utf-8", "replace") or "message", joined)
 
 
-def decode_json(provider: str, data: str) -> Any:
-    """One ``data:`` payload as JSON, or a ``MalformedStreamError`` that does not quote it.
+_COLON = ord(":")
 
-    The hot path of every lean transport: :func:`reasoning_stream._json.loads` (msgspec when
-    the ``fast`` extra is installed) decodes exactly what ``json.loads`` decodes.
+
+def decode_json(provider: str, data: bytes) -> Any:
+    """One payload's UTF-8 bytes as JSON, or a ``MalformedStreamError`` that does not quote it.
+
+    The hot path of every lean transport: :func:`reasoning_stream._json.loads_utf8` (msgspec
+    when the ``fast`` extra is installed) decodes exactly what ``json.loads`` decodes from
+    the payload's text.
     """
     try:
-        return loads(data)
+        return loads_utf8(data)
     except json.JSONDecodeError as error:
         # The payload itself stays out of the message: it may hold opaque reasoning state.
         raise build_error(
             provider,
             f"a stream event is not valid JSON ({error.msg} at character {error.pos} of "
-            f"{len(data)}); the server does not speak the expected SSE format",
+            f"{len(error.doc)}); the server does not speak the expected SSE format",
             malformed=True,
         ) from error
+
+
+def payload_text(data: bytes) -> str:
+    """A payload's text, as httpx's ``iter_text`` would have read it (for error bodies)."""
+    return data.decode("utf-8", "replace")
 
 
 def iter_sse_json(
@@ -305,13 +358,26 @@ def iter_sse_json(
             response.read()
             raise status_error(provider, response)
         _check_event_stream(provider, response)
-        for name, data in _sse_events(response.iter_text()):
-            if data.startswith(_DONE):
+        reader = SSEReader()
+        feed = reader.feed
+        for piece in wire_bytes(response):
+            for name, data in feed(piece):
+                if data[:6] == _DONE:
+                    return
+                if decode_event is None:
+                    yield decode(provider, data)
+                    continue
+                chunk = decode_event(provider, name, data)
+                if chunk is not SKIP:
+                    yield chunk
+        for name, data in reader.finish():
+            if data[:6] == _DONE:
                 return
-            if decode_event is None:
-                yield decode(provider, data)
-                continue
-            chunk = decode_event(provider, name, data)
+            chunk = (
+                decode(provider, data)
+                if decode_event is None
+                else (decode_event(provider, name, data))
+            )
             if chunk is not SKIP:
                 yield chunk
 
@@ -336,13 +402,14 @@ async def aiter_sse_json(
             await response.aread()
             raise status_error(provider, response)
         _check_event_stream(provider, response)
-        texts = response.aiter_text()
+        pieces = awire_bytes(response)
         reader = SSEReader()
+        feed = reader.feed
         try:
-            async for text in texts:
-                for name, data in reader.feed(text):
-                    if data.startswith(_DONE):
-                        await _drain(texts)
+            async for piece in pieces:
+                for name, data in feed(piece):
+                    if data[:6] == _DONE:
+                        await _drain(pieces)
                         return
                     if decode_event is None:
                         yield decode(provider, data)
@@ -351,7 +418,7 @@ async def aiter_sse_json(
                     if chunk is not SKIP:
                         yield chunk
             for name, data in reader.finish():
-                if data.startswith(_DONE):
+                if data[:6] == _DONE:
                     return
                 chunk = (
                     decode(provider, data)
@@ -361,15 +428,51 @@ async def aiter_sse_json(
                 if chunk is not SKIP:
                     yield chunk
         finally:
-            await texts.aclose()  # type: ignore[attr-defined]
+            await pieces.aclose()
 
 
-def _sse_events(texts: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """``(event, data)`` for every event with data in the text pieces, in order."""
-    reader = SSEReader()
-    for text in texts:
-        yield from reader.feed(text)
-    yield from reader.finish()
+_DONE = b"[DONE]"
+
+
+def wire_bytes(response: httpx.Response) -> Iterator[bytes]:
+    """The body as UTF-8 bytes, through as few of httpx's layers as the reply allows.
+
+    An unencoded reply is read raw (``iter_raw``: no content decoder, no text decoder); a
+    compressed one is decompressed (``iter_bytes``). A reply whose charset is not UTF-8 (or a
+    client whose ``default_encoding`` is not) is read as httpx reads its text, re-encoded: the
+    readers then see the very text an ``iter_text`` reader would.
+    """
+    if not _is_utf8(response):
+        return (text.encode("utf-8", "surrogatepass") for text in response.iter_text())
+    if "content-encoding" in response.headers:
+        return response.iter_bytes()
+    return response.iter_raw()
+
+
+def awire_bytes(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """Async twin of :func:`wire_bytes`; ``aclose()`` it when done."""
+    if not _is_utf8(response):
+        return _aencoded(response)
+    if "content-encoding" in response.headers:
+        return response.aiter_bytes()  # type: ignore[return-value]
+    return response.aiter_raw()  # type: ignore[return-value]
+
+
+async def _aencoded(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    texts = response.aiter_text()
+    try:
+        async for text in texts:
+            yield text.encode("utf-8", "surrogatepass")
+    finally:
+        await texts.aclose()  # type: ignore[attr-defined]
+
+
+def _is_utf8(response: httpx.Response) -> bool:
+    encoding = response.encoding or "utf-8"
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
 
 
 def _check_event_stream(provider: str, response: httpx.Response) -> None:
@@ -435,14 +538,25 @@ def iter_ndjson(
 ) -> Iterator[Any]:
     """POST ``body`` to ``url`` and yield each line of the NDJSON reply, decoded.
 
-    Blank lines are skipped; closing the generator closes the response.
+    The lines are cut from the body's bytes (see :func:`wire_bytes`); blank lines are
+    skipped; closing the generator closes the response.
     """
     with client.stream("POST", url, json=body, headers=dict(headers)) as response:
         if response.status_code >= 400:
             response.read()
             raise status_error(provider, response)
-        for line in _ndjson_lines(response.iter_text()):
-            yield decode(provider, line)
+        pending: list[bytes] = []
+        for piece in wire_bytes(response):
+            if not pending and piece[-1:] == b"\n" and _LF not in (line := piece[:-1]):
+                # The common piece: one whole line (servers flush per line).
+                if line.strip(_JSON_SPACE):
+                    yield decode(provider, line)
+                continue
+            for line in _split_lines(piece, pending):
+                yield decode(provider, line)
+        rest = _last_line(pending)
+        if rest is not None:
+            yield decode(provider, rest)
 
 
 async def aiter_ndjson(
@@ -460,49 +574,65 @@ async def aiter_ndjson(
         if response.status_code >= 400:
             await response.aread()
             raise status_error(provider, response)
-        texts = response.aiter_text()
-        pending: list[str] = []
+        pieces = awire_bytes(response)
+        pending: list[bytes] = []
         try:
-            async for text in texts:
-                for line in _split_lines(text, pending):
+            async for piece in pieces:
+                if not pending and piece[-1:] == b"\n" and _LF not in (line := piece[:-1]):
+                    if line.strip(_JSON_SPACE):
+                        yield decode(provider, line)
+                    continue
+                for line in _split_lines(piece, pending):
                     yield decode(provider, line)
-            rest = "".join(pending)
-            if rest.strip(_JSON_SPACE):
+            rest = _last_line(pending)
+            if rest is not None:
                 yield decode(provider, rest)
         finally:
-            await texts.aclose()  # type: ignore[attr-defined]
+            await pieces.aclose()
 
 
-_JSON_SPACE = " \t\r\n"
+_JSON_SPACE = b" \t\r\n"
 
 
-def _split_lines(text: str, pending: list[str]) -> list[str]:
-    """The lines ``text`` completes (blank ones dropped: JSON whitespace only); the unfinished
+def _split_lines(piece: bytes, pending: list[bytes]) -> list[bytes]:
+    """The lines ``piece`` completes (blank ones dropped: JSON whitespace only); the unfinished
     rest stays pending.
 
     NDJSON lines end at ``\\n`` alone (a ``\\r`` before it is whitespace to JSON), so a U+2028
-    inside a string, which ``str.splitlines`` would cut at, stays in its line.
+    inside a string, which ``str.splitlines`` would cut at, stays in its line; ``\\n`` is
+    ASCII, never part of a multi-byte UTF-8 sequence, so the bytes are cut where the text is.
     """
-    if "\n" not in text:
-        pending.append(text)
+    if b"\n" not in piece:
+        pending.append(piece)
         return []
     if pending:
-        pending.append(text)
-        text = "".join(pending)
+        pending.append(piece)
+        piece = b"".join(pending)
         pending.clear()
-    lines = text.split("\n")
+    lines = piece.split(b"\n")
     rest = lines.pop()
     if rest:
         pending.append(rest)
     return [line for line in lines if line.strip(_JSON_SPACE)]
 
 
-def _ndjson_lines(texts: Iterable[str]) -> Iterator[str]:
-    pending: list[str] = []
-    for text in texts:
-        yield from _split_lines(text, pending)
-    rest = "".join(pending)
-    if rest.strip(_JSON_SPACE):
+def _last_line(pending: list[bytes]) -> bytes | None:
+    """The unterminated last line, unless blank."""
+    rest = b"".join(pending)
+    return rest if rest.strip(_JSON_SPACE) else None
+
+
+def _ndjson_lines(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of the pieces, as :func:`iter_ndjson` cuts them."""
+    pending: list[bytes] = []
+    for piece in pieces:
+        if not pending and piece[-1:] == b"\n" and _LF not in (line := piece[:-1]):
+            if line.strip(_JSON_SPACE):
+                yield line
+            continue
+        yield from _split_lines(piece, pending)
+    rest = _last_line(pending)
+    if rest is not None:
         yield rest
 
 

@@ -278,3 +278,29 @@ def test_a_conversation_without_problems_runs_without_warnings() -> None:
         expected = pipe.build_request(conversation)
         warnings.simplefilter("error")
         assert pipe.build_request(conversation.with_repair()) == expected
+
+
+def test_a_deepseek_tool_turn_that_reasoned_nothing_goes_back_with_an_empty_reasoning() -> None:
+    """The record says the run reasoned nothing: no problem, ``reasoning_content: ""`` is sent.
+
+    Only a turn whose reasoning is gone (edited away, or a record written before records said
+    whether the run reasoned) is a problem.
+    """
+    replies = ("openai_chat_tool_call_bare", "openai_chat_no_reasoning")
+    with WireServer(*replies) as server, chat_pipe(server, "deepseek-chat") as pipe:
+        conversation = weather_loop(pipe)
+        record = conversation.record(2)
+        assert record is not None and record.reasoned is False
+        assert conversation.preflight(pipe) == []
+        assert Conversation.from_json(conversation.to_json()).preflight(pipe) == []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            conversation.run(pipe)
+        follow_up = server.requests[-1].json()
+    assert deepseek_accepts(follow_up)
+    assert follow_up["messages"][2]["reasoning_content"] == ""
+    old = conversation.to_json()
+    del old["records"][2]["reasoned"]
+    assert [p.code for p in Conversation.from_json(old).preflight(pipe)] == [
+        "reasoning_content_missing"
+    ]

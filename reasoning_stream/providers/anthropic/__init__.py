@@ -41,6 +41,7 @@ from .._transports import (
     lean_client,
     lean_endpoint,
     lean_url,
+    payload_text,
     sdk_source,
     sse_source,
 )
@@ -323,7 +324,7 @@ class AnthropicPipe(ProviderPipe):
         return provider_error(self.provider or self.name, error, what=what)
 
 
-def _decode_event(provider: str, name: str, data: str) -> Any:
+def _decode_event(provider: str, name: str, data: bytes) -> Any:
     """One event of the lean transport, read as the SDK reads it.
 
     Pings and events without an ``event:`` name are passed by; an ``error`` event raises the
@@ -335,7 +336,7 @@ def _decode_event(provider: str, name: str, data: str) -> Any:
         try:
             body: Any = decode_json(provider, data)
         except ProviderError:
-            body = data
+            body = payload_text(data)
         raise stream_error(body, provider=provider)
     return decode_json(provider, data)
 

@@ -59,7 +59,6 @@ ERROR_STATUS: dict[str, int] = {
 }
 
 
-
 @dataclass(slots=True)
 class _Block:
     """One content block being streamed."""
@@ -131,14 +130,21 @@ class AnthropicTranslator:
         Raises ``ProviderError`` for an ``error`` event (the SDK raises its own exception
         before handing one over; plain-dict transports reach this).
         """
-        kind = field_of(event, "type")
-        if kind == "content_block_delta":
-            return self._on_delta(field_of(event, "index"), field_of(event, "delta"))
+        if type(event) is dict:  # a lean transport's event: the delta's fields read directly
+            kind = event.get("type")
+            if kind == "content_block_delta":
+                return self._on_delta(event.get("index"), event.get("delta"))
+        else:
+            kind = field_of(event, "type")
+            if kind == "content_block_delta":
+                return self._on_delta(field_of(event, "index"), field_of(event, "delta"))
         if kind == "content_block_start":
             return self._on_start(field_of(event, "index"), field_of(event, "content_block"))
         if kind == "content_block_stop":
-            block = self._blocks.pop(field_of(event, "index"), None)
-            return self._close(field_of(event, "index"), block) if block else []
+            index = field_of(event, "index")
+            # Blocks are kept by their int index; any other index (an object too) closes none.
+            block = self._blocks.pop(index, None) if isinstance(index, int) else None
+            return self._close(index, block) if block else []
         if kind == "message_start":
             return self._on_message_start(field_of(event, "message"))
         if kind == "message_delta":
@@ -257,13 +263,14 @@ class AnthropicTranslator:
     def _on_delta(self, index: Any, delta: Any) -> list[Event]:
         if not isinstance(index, int) or delta is None:
             return []
-        delta_type = field_of(delta, "type")
+        plain = type(delta) is dict
+        delta_type = delta.get("type") if plain else field_of(delta, "type")
         block = self._blocks.get(index)
         if delta_type == "thinking_delta":
             if block is None:
                 block = self._blocks[index] = _Block("thinking", position=self._position())
-            piece = text_of(field_of(delta, "thinking"))
-            if not piece:
+            piece = delta.get("thinking") if plain else field_of(delta, "thinking")
+            if not piece or not isinstance(piece, str):
                 return []
             block.parts.append(piece)
             return [ReasoningDelta(piece)]
@@ -274,9 +281,11 @@ class AnthropicTranslator:
             block.signature = text_of(field_of(delta, "signature"))
             return []
         if delta_type == "text_delta":
-            piece = text_of(field_of(delta, "text"))
+            piece = delta.get("text") if plain else field_of(delta, "text")
+            if not piece or not isinstance(piece, str):
+                return []
             self._text_length += len(piece)
-            return [TextDelta(piece)] if piece else []
+            return [TextDelta(piece)]
         if delta_type == "input_json_delta" and block is not None:
             block.parts.append(text_of(field_of(delta, "partial_json")))
             return []
@@ -320,6 +329,11 @@ class AnthropicTranslator:
         )
 
 
+def _is_count(value: Any) -> bool:
+    """A token count is an int (a JSON ``true`` is none)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _usage(usage: Any) -> Usage | None:
     """Usage from a ``message_start`` or ``message_delta`` usage object.
 
@@ -333,13 +347,13 @@ def _usage(usage: Any) -> Usage | None:
         field_of(usage, name)
         for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     ]
-    counted = [value for value in inputs if isinstance(value, int)]
+    counted = [value for value in inputs if _is_count(value)]
     output = field_of(usage, "output_tokens")
     thinking = field_of(field_of(usage, "output_tokens_details"), "thinking_tokens")
     result = Usage(
-        input_tokens=sum(counted) if isinstance(inputs[0], int) else None,
-        output_tokens=output if isinstance(output, int) else None,
-        reasoning_tokens=thinking if isinstance(thinking, int) else None,
+        input_tokens=sum(counted) if _is_count(inputs[0]) else None,
+        output_tokens=output if _is_count(output) else None,
+        reasoning_tokens=thinking if _is_count(thinking) else None,
     )
     return None if result == Usage() else result
 

@@ -38,7 +38,7 @@ import httpx
 from ..._conversation import PassbackPolicy
 from ..._effort import merge_params
 from ..._exceptions import ProviderError
-from ..._json import loads
+from ..._json import loads_utf8
 from ..._pipe import Pipe, Prompt
 from .._driver import EndpointOptions, ProviderPipe
 from .._errors import build_error, retry_after_seconds
@@ -50,6 +50,7 @@ from .._transports import (
     aiter_sse_json,
     asse_source,
     iter_sse_json,
+    payload_text,
     sse_source,
 )
 from . import request
@@ -104,12 +105,14 @@ def _status_error(provider: str, response: httpx.Response) -> ProviderError:
     )
 
 
-def _decode(provider: str, data: str) -> Any:
-    if not data.strip():
-        return None
+def _decode(provider: str, data: bytes) -> Any:
+    """One event's UTF-8 data as JSON; data that is only whitespace is no chunk (``None``)."""
     try:
-        return loads(data)
+        return loads_utf8(data)
     except ValueError as error:
+        # No JSON document is blank: the check costs nothing on the way that succeeds.
+        if not payload_text(data).strip():
+            return None
         raise build_error(
             provider, "the stream sent an event whose data is not JSON", malformed=True
         ) from error

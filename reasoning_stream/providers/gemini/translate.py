@@ -107,10 +107,11 @@ class GeminiTranslator:
 
     def feed(self, chunk: Any) -> list[Event]:
         """Translate one streamed response object."""
-        if isinstance(chunk, list):
-            return [event for item in chunk for event in self.feed(item)]
-        if type(chunk) is not dict and not isinstance(chunk, Mapping):
-            return []
+        if type(chunk) is not dict:
+            if isinstance(chunk, list):
+                return [event for item in chunk for event in self.feed(item)]
+            if not isinstance(chunk, Mapping):
+                return []
         if "error" in chunk:
             error = error_object(chunk)
             if error is not None:
@@ -124,7 +125,9 @@ class GeminiTranslator:
         candidate: Any = candidates[0] if isinstance(candidates, list) and candidates else None
         is_candidate = type(candidate) is dict or isinstance(candidate, Mapping)
         if is_candidate:
-            index = int_of(candidate.get("index")) or 0
+            index = candidate.get("index")
+            if type(index) is not int:
+                index = int_of(index)
             content = candidate.get("content")
             parts = (
                 content.get("parts")
@@ -133,10 +136,10 @@ class GeminiTranslator:
             )
             for part in parts if isinstance(parts, list) else ():
                 if type(part) is dict or isinstance(part, Mapping):
-                    events.extend(self._part(index, part))
+                    self._part(index or 0, part, events)
         usage = chunk.get("usageMetadata")
         if type(usage) is dict or isinstance(usage, Mapping):
-            events.extend(self._usage(usage))
+            self._usage(usage, events)
         if is_candidate:
             reason = candidate.get("finishReason")
             if isinstance(reason, str) and reason:
@@ -169,35 +172,45 @@ class GeminiTranslator:
         self._in_thought = False
         return [ReasoningEnd()]
 
-    def _part(self, candidate: int, part: Mapping[str, Any]) -> list[Event]:
+    def _part(self, candidate: int, part: Mapping[str, Any], events: list[Event]) -> None:
+        """Append the events of one part to ``events``."""
         position = self._parts
         self._parts += 1
         text_offset, call_index = self._text_length, self._calls
-        extra: dict[str, Any]
-        text = str_of(part.get("text"))
+        extra: dict[str, Any] | None = None  # what a signature's state says of its part
+        text = part.get("text")
+        if type(text) is not str:
+            text = str_of(text)
         if part.get("thought"):
-            extra = {"part": "thought"}
+            kind = "thought"
             self._in_thought = True
-            events: list[Event] = [ReasoningDelta(text)] if text else []
+            if text:
+                events.append(ReasoningDelta(text))
         else:
-            events = self._close_thought() if self._in_thought else []
+            if self._in_thought:
+                self._in_thought = False
+                events.append(ReasoningEnd())
             call = part.get("functionCall")
             if isinstance(call, Mapping):
                 tool_call = self._tool_call(call)
-                extra = {"part": "function_call", "name": tool_call.name, "call_id": tool_call.id}
+                kind = "function_call"
+                extra = {"part": kind, "name": tool_call.name, "call_id": tool_call.id}
                 if isinstance(call.get("id"), str) and call["id"]:
                     extra["id"] = call["id"]
                 events.append(tool_call)
             elif "text" in part:
-                extra = {"part": "text" if text else "empty"}
+                kind = "text" if text else "empty"
                 if text:
                     self._text_length += len(text)
                     events.append(TextDelta(text))
             else:
-                raw = {k: v for k, v in part.items() if k != "thoughtSignature"}
-                extra = {"part": "other", "raw": raw}
+                kind = "other"
         signature = part.get("thoughtSignature")
         if isinstance(signature, str) and signature:
+            if extra is None:
+                extra = {"part": kind}
+                if kind == "other":
+                    extra["raw"] = {k: v for k, v in part.items() if k != "thoughtSignature"}
             extra["text_offset"] = text_offset
             extra["call_index"] = call_index
             state = ReasoningState(
@@ -210,7 +223,6 @@ class GeminiTranslator:
                 extra=extra,
             )
             events.append(OpaqueState(state))
-        return events
 
     def _tool_call(self, call: Mapping[str, Any]) -> ToolCall:
         call_id = call.get("id")
@@ -225,20 +237,27 @@ class GeminiTranslator:
             arguments=json.dumps(args if args is not None else {}, ensure_ascii=False),
         )
 
-    def _usage(self, usage: Mapping[str, Any]) -> list[Event]:
-        prompt = int_of(usage.get("promptTokenCount"))
-        answer = int_of(usage.get("candidatesTokenCount"))
-        thoughts = int_of(usage.get("thoughtsTokenCount"))
+    def _usage(self, usage: Mapping[str, Any], events: list[Event]) -> None:
+        """Append the usage report ``usage`` makes, if it says something new."""
+        prompt = usage.get("promptTokenCount")
+        if type(prompt) is not int:
+            prompt = int_of(prompt)
+        answer = usage.get("candidatesTokenCount")
+        if type(answer) is not int:
+            answer = int_of(answer)
+        thoughts = usage.get("thoughtsTokenCount")
+        if type(thoughts) is not int:
+            thoughts = int_of(thoughts)
         # Gemini counts thinking apart from the answer; output_tokens counts both, as the
         # other providers' output counts do (and as Gemini bills them).
         output = None if answer is None and thoughts is None else (answer or 0) + (thoughts or 0)
         if prompt is None and output is None:
-            return []
+            return
         counts = (prompt, output, thoughts)
         if counts == self._last_usage:
             # Gemini repeats the running counts on every chunk: an unchanged report adds
             # nothing to what the last one said.
-            return []
+            return
         self._last_usage = counts
         usage_report = Usage(input_tokens=prompt, output_tokens=output, reasoning_tokens=thoughts)
-        return [UsageReport(usage_report)]
+        events.append(UsageReport(usage_report))

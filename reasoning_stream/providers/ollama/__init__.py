@@ -327,7 +327,7 @@ def _wire_body(call: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _decode(provider: str, line: str) -> Any:
+def _decode(provider: str, line: bytes) -> Any:
     """One NDJSON line; an ``error`` line raises what the SDK path reports for it."""
     chunk = decode_json(provider, line)
     if type(chunk) is dict:

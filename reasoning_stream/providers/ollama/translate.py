@@ -30,6 +30,10 @@ _NANOSECONDS = 1_000_000_000
 _DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
 
 
+def _count(value: Any) -> int | None:
+    """A token count: an int (a JSON ``true`` is none)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
 
 def _arguments_text(arguments: Any) -> str:
     if arguments is None:
@@ -86,24 +90,37 @@ class OllamaTranslator:
     def feed(self, chunk: Any) -> list[Event]:
         """Translate one stream line."""
         events: list[Event] = []
+        plain = type(chunk) is dict  # the lean transport's chunk: its fields read directly
         if self.api == "chat":
-            message = field_of(chunk, "message")
-            thinking = text_of(field_of(message, "thinking"))
-            content = text_of(field_of(message, "content"))
-            tool_calls = field_of(message, "tool_calls") or ()
+            message = chunk.get("message") if plain else field_of(chunk, "message")
+            if type(message) is dict:
+                thinking = message.get("thinking")
+                content = message.get("content")
+                tool_calls = message.get("tool_calls")
+            else:
+                thinking = field_of(message, "thinking")
+                content = field_of(message, "content")
+                tool_calls = field_of(message, "tool_calls")
+            if not isinstance(tool_calls, list):
+                tool_calls = ()  # none, or not a list of calls (malformed)
+        elif plain:
+            thinking = chunk.get("thinking")
+            content = chunk.get("response")
+            tool_calls = ()
         else:
-            thinking = text_of(field_of(chunk, "thinking"))
-            content = text_of(field_of(chunk, "response"))
+            thinking = field_of(chunk, "thinking")
+            content = field_of(chunk, "response")
             tool_calls = ()
 
-        if thinking:
+        if thinking and isinstance(thinking, str):
             if self._scanner is not None and not self._always_scan:
                 # The server separates reasoning itself: tags in the answer are now just text.
                 events.extend(self._flush_scanner())
             self._native_open = True
             events.append(ReasoningDelta(thinking))
-        if content:
-            events.extend(self._close_native())
+        if content and isinstance(content, str):
+            if self._native_open:
+                events.append(self._end_native())
             if self._scanner is not None:
                 events.extend(self._scanner.feed(content))
             else:
@@ -112,7 +129,7 @@ class OllamaTranslator:
             events.extend(self._close_native())
             events.append(self._tool_call(call))
 
-        if field_of(chunk, "done"):
+        if chunk.get("done") if plain else field_of(chunk, "done"):
             events.extend(self._flush_scanner())
             events.extend(self._close_native())
             events.extend(self._final(chunk))
@@ -143,10 +160,11 @@ class OllamaTranslator:
         return list(scanner.flush())
 
     def _close_native(self) -> list[Event]:
-        if not self._native_open:
-            return []
+        return [self._end_native()] if self._native_open else []
+
+    def _end_native(self) -> Event:
         self._native_open = False
-        return [ReasoningEnd()]
+        return ReasoningEnd()
 
     def _tool_call(self, call: Any) -> ToolCall:
         function = field_of(call, "function")
@@ -170,16 +188,11 @@ class OllamaTranslator:
         }
         self.server_timings = timings or None
         events: list[Event] = []
-        prompt_tokens = field_of(chunk, "prompt_eval_count")
-        output_tokens = field_of(chunk, "eval_count")
-        if isinstance(prompt_tokens, int) or isinstance(output_tokens, int):
+        prompt_tokens = _count(field_of(chunk, "prompt_eval_count"))
+        output_tokens = _count(field_of(chunk, "eval_count"))
+        if prompt_tokens is not None or output_tokens is not None:
             events.append(
-                UsageReport(
-                    Usage(
-                        input_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
-                        output_tokens=output_tokens if isinstance(output_tokens, int) else None,
-                    )
-                )
+                UsageReport(Usage(input_tokens=prompt_tokens, output_tokens=output_tokens))
             )
         reason = field_of(chunk, "done_reason")
         events.append(Finish(reason if isinstance(reason, str) and reason else "stop"))

@@ -208,25 +208,36 @@ class OpenAIChatTranslator:
     def feed(self, chunk: Any) -> list[Event]:
         """The events of one chunk. Raises ``ProviderError`` for an in-stream error object."""
         events: list[Event] = []
+        # A lean transport's chunk is JSON: its objects are dicts, read directly (a field
+        # that is not a dict where one is expected still goes through field_of).
+        plain = type(chunk) is dict
         if self.response_id is None:
-            chunk_id = field_of(chunk, "id")
+            chunk_id = chunk.get("id") if plain else field_of(chunk, "id")
             if isinstance(chunk_id, str) and chunk_id:
                 self.response_id = chunk_id
-        error = field_of(chunk, "error")
+        error = chunk.get("error") if plain else field_of(chunk, "error")
         if error:
             raise self._stream_error(error)
-        choices = field_of(chunk, "choices")
-        if choices:
+        choices = chunk.get("choices") if plain else field_of(chunk, "choices")
+        if choices and isinstance(choices, list):
             for choice in choices:
-                if field_of(choice, "index") not in (0, None):
-                    continue
-                delta = field_of(choice, "delta")
-                if delta is not None:
-                    self._feed_delta(delta, events)
-                reason = field_of(choice, "finish_reason")
+                if type(choice) is dict:
+                    if choice.get("index") not in (0, None):
+                        continue
+                    delta = choice.get("delta")
+                    if delta is not None:
+                        self._feed_delta(delta, events)
+                    reason = choice.get("finish_reason")
+                else:
+                    if field_of(choice, "index") not in (0, None):
+                        continue
+                    delta = field_of(choice, "delta")
+                    if delta is not None:
+                        self._feed_delta(delta, events)
+                    reason = field_of(choice, "finish_reason")
                 if reason:
                     self._finish_choice(str(reason), events)
-        usage = field_of(chunk, "usage")
+        usage = chunk.get("usage") if plain else field_of(chunk, "usage")
         if usage:
             events.append(UsageReport(_usage(usage)))
         return events
@@ -280,8 +291,9 @@ class OpenAIChatTranslator:
         reasoning: str | None = None
         details: Any = None
         block: Any = None
+        plain = type(delta) is dict
         for name in self._fields:
-            value = field_of(delta, name)
+            value = delta.get(name) if plain else field_of(delta, name)
             if not value:
                 continue
             if name == "reasoning_details":
@@ -293,7 +305,7 @@ class OpenAIChatTranslator:
                 reasoning = value
         if details is not None:
             block = self._record_details(details)
-        if reasoning is not None or details is not None:
+        if (reasoning is not None or details is not None) and self._scanner is not None:
             self._native_reasoning_seen(events)
         if reasoning is not None:
             if details is not None and block is not None:
@@ -301,7 +313,7 @@ class OpenAIChatTranslator:
                     events.append(ReasoningEnd())
                 self._block = block
             events.append(ReasoningDelta(reasoning))
-        content = field_of(delta, "content")
+        content = delta.get("content") if plain else field_of(delta, "content")
         if isinstance(content, str) and content:
             scanner = self._scanner
             if scanner is None:
@@ -309,11 +321,11 @@ class OpenAIChatTranslator:
             else:
                 self._scanned = True
                 events.extend(scanner.feed(content))
-        refusal = field_of(delta, "refusal")
+        refusal = delta.get("refusal") if plain else field_of(delta, "refusal")
         if isinstance(refusal, str) and refusal:
             events.append(TextDelta(refusal))
-        tool_calls = field_of(delta, "tool_calls")
-        if tool_calls:
+        tool_calls = delta.get("tool_calls") if plain else field_of(delta, "tool_calls")
+        if tool_calls and isinstance(tool_calls, list):
             for part in tool_calls:
                 self._feed_tool_call(part)
 
@@ -404,8 +416,8 @@ class OpenAIChatTranslator:
         for item in items:
             if not isinstance(item, Mapping):
                 continue
-            kind = item.get("type")
-            index = item.get("index")
+            kind = _hashable(item.get("type"))
+            index = _hashable(item.get("index"))
             key = (index, kind) if index is not None else (f"#{len(self._details)}", kind)
             kept = self._details.get(key)
             if kept is None:
@@ -477,11 +489,17 @@ def _starts_new_call(call: _PartialCall, call_id: Any) -> bool:
     return bool(isinstance(call_id, str) and call_id and call.id and call_id != call.id)
 
 
+def _hashable(value: Any) -> Any:
+    """A JSON value that can key a dict; an array or an object (malformed here) is ``None``."""
+    return None if isinstance(value, list | dict) else value
+
+
 def _details_text(items: list[Any]) -> str:
     parts: list[str] = []
     for item in items:
         if isinstance(item, Mapping):
-            name = _DETAIL_TEXT_FIELDS.get(item.get("type"))  # type: ignore[arg-type]
+            kind = item.get("type")
+            name = _DETAIL_TEXT_FIELDS.get(kind) if isinstance(kind, str) else None
             text = item.get(name) if name else None
             if isinstance(text, str) and text:
                 parts.append(text)

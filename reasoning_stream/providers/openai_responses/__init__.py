@@ -337,7 +337,7 @@ class OpenAIResponsesPipe(ProviderPipe):
         return arguments
 
 
-def _decode(provider: str, data: str) -> Any:
+def _decode(provider: str, data: bytes) -> Any:
     """One event of the lean transport; one with an ``error`` object raises, as in the SDK."""
     chunk = decode_json(provider, data)
     if type(chunk) is dict and chunk.get("error"):

@@ -49,10 +49,14 @@ ENCRYPTED_KIND = "encrypted"
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
-
 def text_of(value: Any) -> str | None:
     """A non-empty string, or ``None``: JSON ``null`` and non-strings never become text."""
     return value if isinstance(value, str) and value else None
+
+
+def _list(value: Any) -> list[Any]:
+    """An array field's items; a missing or malformed one (not an array) has none."""
+    return value if isinstance(value, list) else []
 
 
 def _count(value: Any) -> int | None:
@@ -150,7 +154,7 @@ class OpenAIResponsesTranslator:
 
     def feed(self, chunk: Any) -> list[Event]:
         """The events for one stream event; unknown event types give none."""
-        kind = field_of(chunk, "type")
+        kind = chunk.get("type") if type(chunk) is dict else field_of(chunk, "type")
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         return handler(chunk) if handler is not None else []
 
@@ -196,7 +200,7 @@ class OpenAIResponsesTranslator:
     # ---------------------------------------------------------------------- reasoning
 
     def _part_events(self, chunk: Any, kind: str, index: Any) -> list[Event]:
-        delta = text_of(field_of(chunk, "delta"))
+        delta = text_of(chunk.get("delta") if type(chunk) is dict else field_of(chunk, "delta"))
         key = self._key(chunk)
         part = (key, kind, index)
         events: list[Event] = []
@@ -211,7 +215,10 @@ class OpenAIResponsesTranslator:
         return events
 
     def _on_summary_delta(self, chunk: Any) -> list[Event]:
-        return self._part_events(chunk, "summary", field_of(chunk, "summary_index"))
+        index = (
+            chunk.get("summary_index") if type(chunk) is dict else field_of(chunk, "summary_index")
+        )
+        return self._part_events(chunk, "summary", index)
 
     def _on_reasoning_text_delta(self, chunk: Any) -> list[Event]:
         return self._part_events(chunk, "text", field_of(chunk, "content_index"))
@@ -239,8 +246,8 @@ class OpenAIResponsesTranslator:
         # reasoning that resumes later starts a new one.
         self._open_part = None
         self._text_streamed.add(self._key(chunk))
-        delta = text_of(field_of(chunk, "delta"))
-        return [TextDelta(delta)] if delta is not None else []
+        delta = chunk.get("delta") if type(chunk) is dict else field_of(chunk, "delta")
+        return [TextDelta(delta)] if delta and isinstance(delta, str) else []
 
     # ---------------------------------------------------------------------- tool calls
 
@@ -326,7 +333,7 @@ class OpenAIResponsesTranslator:
     def _unstreamed_reasoning(self, item: Any) -> list[Event]:
         """Reasoning a server put only in the finished item (no deltas): one segment a part."""
         events: list[Event] = []
-        for part in (*(field_of(item, "summary") or ()), *(field_of(item, "content") or ())):
+        for part in (*_list(field_of(item, "summary")), *_list(field_of(item, "content"))):
             text = text_of(field_of(part, "text"))
             if text is not None:
                 events += [ReasoningDelta(text), ReasoningEnd()]
@@ -334,7 +341,7 @@ class OpenAIResponsesTranslator:
 
     def _unstreamed_text(self, item: Any) -> list[Event]:
         events: list[Event] = []
-        for part in field_of(item, "content") or ():
+        for part in _list(field_of(item, "content")):
             text = text_of(field_of(part, "text")) or text_of(field_of(part, "refusal"))
             if text is not None:
                 events.append(TextDelta(text))
@@ -448,10 +455,14 @@ class OpenAIResponsesTranslator:
     @staticmethod
     def _key(chunk: Any, item: Any = None) -> Any:
         """Which output item an event belongs to: its output index, else the item id."""
-        index = field_of(chunk, "output_index")
+        index = (
+            chunk.get("output_index") if type(chunk) is dict else field_of(chunk, "output_index")
+        )
         if isinstance(index, int):
             return index
-        return field_of(chunk, "item_id") or field_of(item, "id")
+        key = field_of(chunk, "item_id") or field_of(item, "id")
+        # An id that is an array or an object (malformed) names no item.
+        return None if isinstance(key, list | dict) else key
 
 
 def _order(key: Any) -> tuple[int, int]:
