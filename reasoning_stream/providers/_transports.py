@@ -22,14 +22,16 @@ id the transport learned before the first chunk (Bedrock's request id). The driv
   bytes, and msgspec reads UTF-8 itself).
 - :func:`lean_client`, :func:`check_lean_client`: the httpx clients of the lean transports.
 - :func:`event_stream_source` / :func:`aevent_stream_source`: a boto3 ``EventStream``; boto3
-  is sync only, so the async twin reads it in a thread of its own, hands the event loop every
-  event decoded since its last look in one thread hop, and can interrupt a blocked read.
+  is sync only, so the async twin reads the body's bytes in a thread of its own, the event
+  loop takes what was read since its last look (one ``bytearray``) and decodes the frames with
+  the stream's own botocore code, and a blocked read can be interrupted.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import inspect
 import json
 import threading
 from collections.abc import (
@@ -46,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx
 import httpx_sse
 
@@ -703,13 +706,25 @@ def event_stream_source(stream: Any, request_id: str | None) -> Source:
 
 
 async def aevent_stream_source(open_stream: Callable[[], tuple[Any, str | None]]) -> AsyncSource:
-    """Open and read a boto3 ``EventStream`` in threads (see :class:`_Reader`).
+    """Open a boto3 ``EventStream`` in a worker thread and read it with a thread of its own.
 
     ``open_stream`` sends the request and returns ``(stream, request_id)``; it blocks until
-    the headers, so it runs in a thread too. A cancelled wait for the headers still lets the
-    thread finish opening; what it opened is closed instead of leaking its connection. When
-    the run is cancelled mid-read, the socket's read side is shut down so the thread returns
-    at once, then the stream is closed.
+    the headers, so it runs in a thread. A cancelled wait for the headers still lets the
+    thread finish opening; what it opened is closed instead of leaking its connection.
+
+    boto3 reads a stream in three steps: the HTTP body's chunks (urllib3), the event-stream
+    frames cut from them (botocore's ``EventStreamBuffer``), and each frame decoded into the
+    event's dict by the stream's own parser. The reading thread does only the first, the one
+    that blocks, and joins what it read until the event loop looks; the event loop runs the
+    other two with the same botocore objects, so it gets the same dicts and the same errors
+    (an in-stream exception is botocore's ``EventStreamError``) in the same order as iterating
+    the stream, without every chunk or decoded event crossing between threads. A stream that
+    is not botocore's own ``EventStream``, or
+    whose private reading parts are not where this botocore keeps them, is iterated whole in
+    the reading thread instead (see :func:`_split_reading`).
+
+    When the run is cancelled mid-read, the socket's read side is shut down so the thread
+    returns at once, then the stream is closed.
     """
     holder: list[Any] = []
 
@@ -725,20 +740,14 @@ async def aevent_stream_source(open_stream: Callable[[], tuple[Any, str | None]]
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_close_stream, holder[0])
         raise
-    reader = _Reader(stream)
-
-    async def chunks() -> AsyncGenerator[Any, None]:
-        while True:
-            # One thread hop hands over every event the reader decoded since the last one.
-            batch = await anyio.to_thread.run_sync(reader.take, abandon_on_cancel=True)
-            for item in batch:
-                if item is _Reader.END:
-                    return
-                if isinstance(item, _Failure):
-                    raise item.error
-                yield item
-
-    generator = chunks()
+    split = _split_reading(stream)
+    if split is None:
+        reader = _Reader(stream, stream)
+        generator = _read_events(reader)
+    else:
+        body, frames, decode = split
+        reader = _Reader(stream, body, joins=True)
+        generator = _decode_events(reader, frames, decode)
 
     async def aclose() -> None:
         reader.interrupt()
@@ -750,32 +759,126 @@ async def aevent_stream_source(open_stream: Callable[[], tuple[Any, str | None]]
     return AsyncSource(generator, aclose, request_id)
 
 
+def _split_reading(stream: Any) -> tuple[Iterator[bytes], Any, Callable[[Any], Any]] | None:
+    """``(the body's chunks, an empty EventStreamBuffer, the stream's frame decoder)``, or
+    ``None`` to read ``stream`` whole in the reading thread.
+
+    botocore's ``EventStream`` iterates ``_raw_stream.stream()`` (urllib3's chunks), feeds
+    each chunk to a fresh ``EventStreamBuffer`` and yields ``_parse_event(message)`` for every
+    frame it completes, when that is not empty (botocore 1.44, the version tested; a test
+    holds the split to what iterating the stream gives, so a botocore that reads otherwise
+    fails it). These are private names: the split is taken only for botocore's own class,
+    not a subclass, with every part where expected and nothing read from the stream yet.
+    """
+    try:
+        from botocore.eventstream import EventStream, EventStreamBuffer
+    except ImportError:  # pragma: no cover - boto3 always brings botocore
+        return None
+    if type(stream) is not EventStream:
+        return None
+    raw = getattr(stream, "_raw_stream", None)
+    chunks = getattr(raw, "stream", None)
+    decode = getattr(stream, "_parse_event", None)
+    events = getattr(stream, "_event_generator", None)
+    if not callable(chunks) or not callable(decode) or not inspect.isgenerator(events):
+        return None
+    if inspect.getgeneratorstate(events) != inspect.GEN_CREATED:
+        return None  # something already read from it: its buffer holds bytes we cannot see
+    return chunks(), EventStreamBuffer(), decode
+
+
+async def _take(reader: _Reader) -> tuple[list[Any], Any]:
+    """The next batch of the reader's items, and its end: ``_Reader.END``, a :class:`_Failure`
+    (both taken out of the batch) or ``None`` when more follows.
+
+    A checkpoint first (the run can be cancelled and other tasks run, once a batch); then the
+    items already buffered, without a thread hop, or a hop that waits for the next.
+    """
+    await anyio.lowlevel.checkpoint()
+    batch = reader.take_ready()
+    if not batch:
+        batch = await anyio.to_thread.run_sync(reader.take, abandon_on_cancel=True)
+    last = batch[-1]
+    if last is _Reader.END or isinstance(last, _Failure):
+        batch.pop()
+        return batch, last
+    return batch, None
+
+
+async def _read_events(reader: _Reader) -> AsyncGenerator[Any, None]:
+    """The events a reader decoded in its thread, in order; then its end or its error."""
+    while True:
+        batch, end = await _take(reader)
+        for event in batch:
+            yield event
+        if isinstance(end, _Failure):
+            raise end.error
+        if end is not None:
+            return
+
+
+_FEED_BYTES = 4096
+"""The body goes to the ``EventStreamBuffer`` in pieces of this size: it copies what is left
+of its data after every frame, so one large piece would cost time quadratic in its size."""
+
+
+async def _decode_events(
+    reader: _Reader, frames: Any, decode: Callable[[Any], Any]
+) -> AsyncGenerator[Any, None]:
+    """Frame and decode the body a reader read, as botocore's ``EventStream`` does: the same
+    bytes, in order, through the same ``EventStreamBuffer`` and decoder (frames do not depend
+    on where the bytes were cut)."""
+    while True:
+        batch, end = await _take(reader)
+        for body in batch:
+            view = memoryview(body)
+            for start in range(0, len(view), _FEED_BYTES):
+                frames.add_data(bytes(view[start : start + _FEED_BYTES]))
+                for message in frames:
+                    event = decode(message)
+                    if event:
+                        yield event
+        if isinstance(end, _Failure):
+            raise end.error
+        if end is not None:
+            return
+
+
 _BATCH_LIMIT = 256
-"""At most this many decoded events wait for the event loop; then the reading thread waits."""
+"""At most this many items wait for the event loop; then the reading thread waits."""
+_BATCH_BYTES = 1 << 20
+"""Nor more body bytes than this, but for the chunk that crosses it (urllib3's chunks are at
+most 64 KiB)."""
 
 
 class _Reader:
-    """Reads a boto3 EventStream in its own thread; the event loop takes what it decoded.
+    """Iterates ``items`` (a boto3 stream, or its body's chunks) in a thread of its own; the
+    event loop takes what it read.
 
-    A thread hop costs far more than decoding an event, so the event loop does not hop once an
-    event: :meth:`take` (run in a worker thread) waits for the first event and returns every
-    event decoded by then. Nothing is held back to fill a batch: an event is handed over as
-    soon as it is decoded, together with those that arrived while the event loop was busy.
-    At most ``_BATCH_LIMIT`` events wait; then the reading thread waits too, so a slow
-    consumer slows the read down instead of buffering the whole response.
+    A thread hop costs far more than an item, so the event loop does not hop once an item:
+    :meth:`take_ready` hands over every item read since the last look, and only when there is
+    none does :meth:`take` (run in a worker thread) wait for the next. With ``joins``, the
+    body's chunks read since the last look wait as one ``bytearray`` (one object to hand over
+    instead of one per chunk). Nothing is held back to fill a batch: what was read can be
+    taken at once. At most ``_BATCH_LIMIT`` items or ``_BATCH_BYTES`` body bytes wait; then
+    the reading thread waits too, so a slow consumer slows the read down instead of buffering
+    the whole response.
 
-    The stream's end and a read's error come last in the buffer, after the events read
-    before them. ``interrupt()`` shuts the socket's read side down so a blocked read returns
-    at once; ``close()`` waits for the reading thread before closing the stream, so the
-    stream is never closed while it is read.
+    The end of ``items`` and a read's error come last in the buffer, after the items read
+    before them. ``interrupt()`` shuts the stream's socket down for reading so a blocked read
+    returns at once; ``close()`` waits for the reading thread before closing the stream, so
+    the stream is never closed while it is read.
     """
 
     END = object()
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, items: Iterable[Any], *, joins: bool = False) -> None:
         self._stream = stream
-        self._ready = threading.Condition()
+        self._items = items
+        self._joins = joins
+        self._ready = threading.Condition(threading.Lock())
         self._buffer: list[Any] = []
+        self._bytes = 0  # the body bytes in the buffer
         self._stopped = False
         self._finished = False
         self._thread = threading.Thread(
@@ -785,32 +888,55 @@ class _Reader:
 
     def _pump(self) -> None:
         last: Any = self.END
+        ready = self._ready
+        joins = self._joins
         try:
-            for event in self._stream:
-                with self._ready:
-                    while len(self._buffer) >= _BATCH_LIMIT and not self._stopped:
-                        self._ready.wait()
+            for item in self._items:
+                with ready:
+                    while (
+                        len(self._buffer) >= _BATCH_LIMIT or self._bytes >= _BATCH_BYTES
+                    ) and not self._stopped:
+                        ready.wait()
                     if self._stopped:
                         return
-                    self._buffer.append(event)
-                    if len(self._buffer) == 1:
-                        self._ready.notify_all()
+                    buffer = self._buffer
+                    if joins:
+                        self._bytes += len(item)
+                        if buffer:
+                            buffer[0] += item
+                            continue
+                        item = bytearray(item)
+                    buffer.append(item)
+                    if len(buffer) == 1:
+                        ready.notify_all()
         except BaseException as error:  # handed to the event loop, never lost in a thread
             last = _Failure(error)
         finally:
-            with self._ready:
+            if inspect.isgenerator(self._items):
+                with contextlib.suppress(Exception):
+                    self._items.close()
+            with ready:
                 self._buffer.append(last)
                 self._finished = True
-                self._ready.notify_all()
+                ready.notify_all()
+
+    def take_ready(self) -> list[Any]:
+        """Every item read by now, without waiting (the end or error last); ``[]`` if none."""
+        with self._ready:
+            if not self._buffer:
+                return []
+            batch, self._buffer, self._bytes = self._buffer, [], 0
+            self._ready.notify_all()
+            return batch
 
     def take(self) -> list[Any]:
-        """Wait for at least one item; every item buffered by then (the end or error last)."""
+        """Wait for at least one item; every item read by then (the end or error last)."""
         with self._ready:
             while not self._buffer and not self._stopped:
                 self._ready.wait()
             if not self._buffer:
                 return [self.END]
-            batch, self._buffer = self._buffer, []
+            batch, self._buffer, self._bytes = self._buffer, [], 0
             self._ready.notify_all()
             return batch
 

@@ -720,7 +720,7 @@ def test_the_async_reader_hands_over_decoded_events_in_order_and_bounded() -> No
         reply = bedrock_client(server).converse_stream(
             modelId=CLAUDE, messages=[{"role": "user", "content": [{"text": "count"}]}]
         )
-        reader = _Reader(reply["stream"])
+        reader = _Reader(reply["stream"], reply["stream"])
         try:
             time.sleep(0.5)  # ample for the thread to decode every event it may
             batches = [reader.take()]

@@ -13,8 +13,10 @@ Two pure translators turn the dicts boto3 yields into events:
   only ``</think>`` closes it) and a few other text shapes.
 
 :class:`BedrockPipe` opens the stream with the sync client. boto3 has no async client, so
-``arun()`` reads the same stream in worker threads; cancellation shuts the socket's read side
-down so a blocked read returns at once and the connection is released.
+``arun()`` opens it in a worker thread and reads the body's bytes in a thread of its own, while
+the event loop cuts the frames and decodes them with the stream's own botocore code (the same
+events and errors as iterating the stream); cancellation shuts the socket's read side down so a
+blocked read returns at once and the connection is released.
 
 Opaque state. A signed reasoning block becomes ``ReasoningState(kind="signature",
 payload=signature, block=contentBlockIndex, extra={...})``: Bedrock wants the text and its
@@ -376,7 +378,8 @@ class BedrockPipe(ProviderPipe):
         return event_stream_source(*self._open(client, prompt))
 
     async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
-        """The event stream, opened and read in worker threads (boto3 is sync only)."""
+        """The event stream, opened in a worker thread and its body read in another (boto3 is
+        sync only); the event loop decodes the frames."""
         return await aevent_stream_source(lambda: self._open(client, prompt))
 
     def create_response(self, client: Any, prompt: Prompt | Any) -> Any:

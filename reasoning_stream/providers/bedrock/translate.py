@@ -228,7 +228,8 @@ class ConverseStreamTranslator:
         delta = body.get("delta") or {}
         index = body.get("contentBlockIndex")
         reasoning = delta.get("reasoningContent")
-        if isinstance(reasoning, Mapping):
+        # `is not None` first: most deltas carry one field, and an ABC check on None is slow.
+        if reasoning is not None and isinstance(reasoning, Mapping):
             block = self._block(index)
             if not block.is_reasoning:
                 block.position = {"text_offset": self._text_length, "call_index": self._calls}
@@ -238,10 +239,10 @@ class ConverseStreamTranslator:
                 block.reasoning.append(text)
                 events.append(ReasoningDelta(text))
             signature = reasoning.get("signature")
-            if isinstance(signature, str):
+            if signature is not None and isinstance(signature, str):
                 block.signature = (block.signature or "") + signature
             redacted = reasoning.get("redactedContent")
-            if isinstance(redacted, bytes | bytearray):
+            if redacted is not None and isinstance(redacted, bytes | bytearray):
                 block.redacted.append(bytes(redacted))
             return
         text = delta.get("text")
