@@ -245,11 +245,22 @@ class Scanner:
         """Scan one chunk; return the events it completes."""
         pending = self._pending
         if pending:
+            if pending != "<" or self._skip:
+                self._pending = ""
+                return self._scan(pending + chunk, self._skip)
+            # A lone "<" ended the last chunk (code and prose: "a <" then " b"). When this chunk
+            # cannot continue a tag and holds no "<" of its own, the "<" is text: it goes out
+            # with the chunk, on the common path below.
+            if not chunk:
+                return []
+            if chunk[0] in self._starters or "<" in chunk:
+                self._pending = ""
+                return self._scan(pending + chunk, 0)
             self._pending = ""
-            return self._scan(pending + chunk, self._skip)
-        if self._head:
+            chunk = pending + chunk
+        elif self._head:
             return self._scan(chunk, 0)
-        if "<" in chunk:
+        elif "<" in chunk:
             last = len(chunk) - 1
             if last >= LONG_INPUT:
                 return self._scan(chunk, 0)
@@ -257,7 +268,15 @@ class Scanner:
             starters = self._starters
             k = chunk.find("<")
             while k >= 0:
-                if k == last or chunk[k + 1] in starters:
+                if k == last:
+                    # Only the chunk's last character may begin a tag: it waits for the next
+                    # chunk, the rest goes out now.
+                    self._pending = "<"
+                    if not last:
+                        return []
+                    chunk = chunk[:last]
+                    break
+                if chunk[k + 1] in starters:
                     return self._scan(chunk, 0)
                 k = chunk.find("<", k + 1)
         elif not chunk:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from unittest.mock import patch
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -121,6 +122,25 @@ def test_custom_tags_that_share_prefixes() -> None:
     events = scanner.feed("<ab") + scanner.feed("a") + scanner.feed("b>x</ab>y") + scanner.flush()
     expected = [ReasoningStart(), ReasoningDelta("x"), ReasoningEnd(), TextDelta("y")]
     assert coalesce(events) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a < b<think>r</think>x <",
+        "x <<think>r< /think></think> <\\think> <",
+        "if a <\tb and c < d: <THINKING >r< </thinking>",
+        "< <t<th<thi</think><think>",
+    ],
+)
+def test_every_cut_in_two_or_three_agrees_with_the_whole_input(text: str) -> None:
+    """A "<" that ends a chunk is decided by the next one, whatever it begins or holds."""
+    whole = coalesce(scan([text]))
+    cuts = range(1, len(text))
+    for i in cuts:
+        assert coalesce(scan([text[:i], text[i:]])) == whole, i
+        for j in range(i + 1, len(text)):
+            assert coalesce(scan([text[:i], text[i:j], text[j:]])) == whole, (i, j)
 
 
 @given(text_and_chunks(), st.booleans(), thresholds)
