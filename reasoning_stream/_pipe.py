@@ -689,11 +689,9 @@ class Pipe:
                 async for item in source:
                     for event in item if batched else (item,):
                         kind = type(event)
-                        # As in _attempt: a delta on an open lane skips the channel and goes to
-                        # the lane's one callback here, as deliver() would hand it the one bare
-                        # entry the hook queues (nobody else to requeue it for); an async
-                        # function's call is known to need awaiting. The hooks only queue (the
-                        # channel is deferred); the driver delivers.
+                        # As in _attempt: a delta on an open lane skips the channel; any other
+                        # event goes through the hooks, which only queue here (the channel is
+                        # deferred), and the driver delivers.
                         if kind is text_kind:
                             delta = event.text
                             if (
@@ -703,31 +701,9 @@ class Pipe:
                                 and "<" not in delta
                             ):
                                 texts_append(delta)
-                                if evs:
-                                    await _ahand_pair(
-                                        solo,
-                                        solo_async,
-                                        delta,
-                                        TextDelta(delta, source=name),
-                                        evs,
-                                        typed_async,
-                                        on_error,
-                                        outbox,
-                                    )
-                                else:
-                                    try:
-                                        if solo_async:
-                                            await solo(delta)  # type: ignore[misc]
-                                        else:
-                                            result = solo(delta)
-                                            if result is not None and isawaitable(result):
-                                                await result
-                                    except Exception as error:
-                                        report_callback_error(on_error, error, delta)
-                                if outbox:
-                                    await adeliver(channel, on_error)
-                                continue
-                            text(delta)
+                            else:
+                                text(delta)
+                                delta = None
                         elif kind is reasoning_kind:
                             delta = event.text
                             if (
@@ -737,33 +713,44 @@ class Pipe:
                                 and "<" not in delta
                             ):
                                 capture.current.append(delta)  # type: ignore[union-attr]
-                                if evs:
-                                    await _ahand_pair(
-                                        solo,
-                                        solo_async,
-                                        delta,
-                                        ReasoningDelta(delta, source=name),
-                                        evs,
-                                        typed_async,
-                                        on_error,
-                                        outbox,
-                                    )
-                                else:
-                                    try:
-                                        if solo_async:
-                                            await solo(delta)  # type: ignore[misc]
-                                        else:
-                                            result = solo(delta)
-                                            if result is not None and isawaitable(result):
-                                                await result
-                                    except Exception as error:
-                                        report_callback_error(on_error, error, delta)
-                                if outbox:
-                                    await adeliver(channel, on_error)
-                                continue
-                            reasoning(delta)
+                            else:
+                                reasoning(delta)
+                                delta = None
                         else:
                             handle(event)
+                            delta = None
+                        if delta is not None:
+                            # What deliver() and adeliver() do with the one bare entry the hook
+                            # would have queued for the lane's one callback (nobody else to
+                            # requeue it for), then with the typed delta for the one event
+                            # callback, if any; an async function's call is known to need
+                            # awaiting.
+                            if evs:
+                                await _ahand_pair(
+                                    solo,
+                                    solo_async,
+                                    delta,
+                                    (TextDelta if kind is text_kind else ReasoningDelta)(
+                                        delta, source=name
+                                    ),
+                                    evs,
+                                    typed_async,
+                                    on_error,
+                                    outbox,
+                                )
+                            else:
+                                try:
+                                    if solo_async:
+                                        await solo(delta)  # type: ignore[misc]
+                                    else:
+                                        result = solo(delta)
+                                        if result is not None and isawaitable(result):
+                                            await result
+                                except Exception as error:
+                                    report_callback_error(on_error, error, delta)
+                            if outbox:
+                                await adeliver(channel, on_error)
+                            continue
                         subs = self._callbacks if lanes else ()
                         if subs:
                             solo = subs[0]
