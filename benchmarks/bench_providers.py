@@ -1249,17 +1249,17 @@ def stdlib_json() -> Iterator[None]:
     import importlib
 
     from reasoning_stream._json import stdlib_loads_utf8
-    from reasoning_stream.providers import _transports
+    from reasoning_stream.providers import _oneshot, _transports
     from reasoning_stream.providers.bedrock import translate as bedrock_translate
 
     gemini: Any = importlib.import_module("reasoning_stream.providers.gemini")
-    saved = (_transports.loads_utf8, gemini.loads_utf8, bedrock_translate.loads)
+    saved = (_transports.loads_utf8, gemini.loads_utf8, bedrock_translate.loads, _oneshot.loads)
     _transports.loads_utf8 = gemini.loads_utf8 = stdlib_loads_utf8
-    bedrock_translate.loads = json.loads
+    bedrock_translate.loads = _oneshot.loads = json.loads
     try:
         yield
     finally:
-        _transports.loads_utf8, gemini.loads_utf8, bedrock_translate.loads = saved
+        (_transports.loads_utf8, gemini.loads_utf8, bedrock_translate.loads, _oneshot.loads) = saved
 
 
 @dataclass
@@ -1651,7 +1651,7 @@ async def _oneshot_acall(provider: str, base: str, role: str, client: Any) -> Co
         return oneshot_collect(provider, json.loads(response.content))
     if role == "sdk":
         return _oneshot_sdk_reply(provider, await _oneshot_sdk_call(provider, client))
-    pipe = _oneshot_pipe(provider, base, client, lean=role == "lean_json")
+    pipe = _oneshot_pipe(provider, base, client, lean=role in ("lean_json", "lean_fast"))
     result = await pipe.arun(PROMPT)
     return Collected(result.model_reasoning, result.text)
 
@@ -1661,7 +1661,7 @@ def _oneshot_async(provider: str, base: str, role: str) -> Collected:
 
     async def go() -> Collected:
         client: Any
-        if role in ("floor", "lean_json"):
+        if role in ("floor", "lean_json", "lean_fast"):
             client = httpx.AsyncClient(verify=False, timeout=60)
         else:
             client = _every_sdk_client(provider, base, asynchronous=True)
@@ -1680,6 +1680,8 @@ def _oneshot_async(provider: str, base: str, role: str) -> Collected:
 
 def oneshot_rows(url: str) -> tuple[list[EveryRow], list[Callable[[], None]]]:
     """The one-shot contenders of every provider of :data:`ONESHOT_PROVIDERS`."""
+    from reasoning_stream._json import BACKEND
+
     from ._wires import WIRES
 
     rows: list[EveryRow] = []
@@ -1696,12 +1698,22 @@ def oneshot_rows(url: str) -> tuple[list[EveryRow], list[Callable[[], None]]]:
             EveryRow(provider, "sync", "floor", partial(oneshot_floor, provider, http, base)),
             EveryRow(provider, "sync", "sdk", partial(oneshot_sdk, provider, sdk)),
             EveryRow(provider, "sync", "sdk_pipe", _pipe_read(pipe)),
-            EveryRow(provider, "sync", "lean_json", _pipe_read(lean)),
+            EveryRow(provider, "sync", "lean_json", _with_stdlib_json(_pipe_read(lean))),
         ]
-
-        for role in ("floor", "sdk", "sdk_pipe", "lean_json"):
+        if BACKEND != "json":
+            fast = _oneshot_pipe(provider, base, lean_http, lean=True)
+            rows.append(EveryRow(provider, "sync", "lean_fast", _pipe_read(fast)))
+        for role in ("floor", "sdk", "sdk_pipe", "lean_json", "lean_fast"):
+            if role == "lean_fast" and BACKEND == "json":
+                continue
+            read = partial(_oneshot_async, provider, base, role)
             rows.append(
-                EveryRow(provider, "async", role, partial(_oneshot_async, provider, base, role))
+                EveryRow(
+                    provider,
+                    "async",
+                    role,
+                    _with_stdlib_json(read) if role == "lean_json" else read,
+                )
             )
     return rows, closers
 
@@ -1742,8 +1754,8 @@ def oneshot_table(
     figures: dict[str, float] = {}
     lines = [
         "| provider | loop | floor CPU/call | SDK call CPU/call | one-shot SDK pipe / SDK call "
-        "| one-shot lean pipe / floor | output |",
-        "|---|---|---|---|---|---|---|",
+        "| one-shot lean pipe / floor | one-shot lean pipe with `fast` / floor | output |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for provider in ONESHOT_PROVIDERS:
         for loop in ("sync", "async"):
@@ -1754,7 +1766,11 @@ def oneshot_table(
                 cells.append(
                     spread([v / calls * 1e3 for v in values], "{:.2f}") + " ms" if values else "-"
                 )
-            for role, base_role in (("sdk_pipe", "sdk"), ("lean_json", "floor")):
+            for role, base_role in (
+                ("sdk_pipe", "sdk"),
+                ("lean_json", "floor"),
+                ("lean_fast", "floor"),
+            ):
                 if role not in samples or base_role not in samples:
                     cells.append("-")
                     continue

@@ -4,17 +4,18 @@ The httpx-based pipes (Gemini's ``:generateContent``, the lean Chat Completions 
 OpenRouter) use these for ``stream=False``; SDK-based pipes call their SDK's non-streaming
 method instead. HTTP errors become the same ``ProviderError`` as a refused stream, and a
 reply that is not JSON is a ``MalformedStreamError`` that does not quote the body (it may hold
-opaque reasoning state).
+opaque reasoning state). The body is decoded with :func:`reasoning_stream._json.loads`: msgspec
+under the ``fast`` extra, the stdlib otherwise, the same values either way.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
+from .._json import loads
 from ._errors import build_error, http_error
 from ._transports import StatusError
 
@@ -55,7 +56,7 @@ async def apost_json(
 
 def _decode(provider: str, response: httpx.Response) -> Any:
     try:
-        return json.loads(response.content)
+        return loads(response.content)
     except ValueError as error:
         raise build_error(
             provider,
