@@ -648,7 +648,11 @@ class Pipe:
                         if result is not None and inspect.isawaitable(result):
                             reject_awaitable(result, awaitable_name(result))
                     if outbox:
+                        # A callback emitted: the hooks re-decided the lanes, maybe for
+                        # callbacks that changed too.
                         deliver_sync(channel, on_error, in_run=True)
+                        subs = self._callbacks if lanes else ()
+                        evs = self._event_callbacks
             finally:
                 close = getattr(source, "close", None)
                 if close is not None:
@@ -679,11 +683,8 @@ class Pipe:
                 text_kind, reasoning_kind, lanes = _dispatch(type(self))
                 text, reasoning = self.emit_text, self.emit_reasoning_chunk
                 texts, outbox = capture.text, channel.outbox
-                subs = self._callbacks if lanes else ()
-                solo = subs[0] if subs else _no_callback
-                solo_async = _returns_coroutine(solo)
-                evs, name = self._event_callbacks, self.name
-                typed_async = bool(evs) and _returns_coroutine(evs[0])
+                subs, solo, solo_async, plain, evs, typed_async = _lane_targets(self, lanes)
+                name = self.name
                 isawaitable = inspect.isawaitable
                 texts_append = texts.append
                 async for item in source:
@@ -691,81 +692,84 @@ class Pipe:
                         kind = type(event)
                         # As in _attempt: a delta on an open lane skips the channel; any other
                         # event goes through the hooks, which only queue here (the channel is
-                        # deferred), and the driver delivers.
+                        # deferred): the driver delivers, and looks up the lane's targets again.
                         if kind is text_kind:
                             delta = event.text
                             if (
-                                channel.text_lane is subs
-                                and type(delta) is str
-                                and delta
-                                and "<" not in delta
+                                channel.text_lane is not subs
+                                or type(delta) is not str
+                                or not delta
+                                or "<" in delta
                             ):
-                                texts_append(delta)
-                            else:
                                 text(delta)
-                                delta = None
+                                if outbox:
+                                    await _adeliver_in_run(channel, on_error)
+                                subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
+                                    self, lanes
+                                )
+                                continue
+                            texts_append(delta)
                         elif kind is reasoning_kind:
                             delta = event.text
                             if (
-                                channel.reasoning_lane is subs
-                                and type(delta) is str
-                                and delta
-                                and "<" not in delta
+                                channel.reasoning_lane is not subs
+                                or type(delta) is not str
+                                or not delta
+                                or "<" in delta
                             ):
-                                capture.current.append(delta)  # type: ignore[union-attr]
-                            else:
                                 reasoning(delta)
-                                delta = None
+                                if outbox:
+                                    await _adeliver_in_run(channel, on_error)
+                                subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
+                                    self, lanes
+                                )
+                                continue
+                            capture.current.append(delta)  # type: ignore[union-attr]
                         else:
                             handle(event)
-                            delta = None
-                        if delta is not None:
-                            # What deliver() and adeliver() do with the one bare entry the hook
-                            # would have queued for the lane's one callback (nobody else to
-                            # requeue it for), then with the typed delta for the one event
-                            # callback, if any; an async function's call is known to need
-                            # awaiting.
-                            if evs:
-                                await _ahand_pair(
-                                    solo,
-                                    solo_async,
-                                    delta,
-                                    (TextDelta if kind is text_kind else ReasoningDelta)(
-                                        delta, source=name
-                                    ),
-                                    evs,
-                                    typed_async,
-                                    on_error,
-                                    outbox,
-                                )
-                            else:
-                                try:
-                                    if solo_async:
-                                        await solo(delta)  # type: ignore[misc]
-                                    else:
-                                        result = solo(delta)
-                                        if result is not None and isawaitable(result):
-                                            await result
-                                except Exception as error:
-                                    report_callback_error(on_error, error, delta)
                             if outbox:
-                                await adeliver(channel, on_error)
+                                await _adeliver_in_run(channel, on_error)
+                            subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
+                                self, lanes
+                            )
                             continue
-                        subs = self._callbacks if lanes else ()
-                        if subs:
-                            solo = subs[0]
-                            solo_async = _returns_coroutine(solo)
-                        evs = self._event_callbacks
-                        typed_async = bool(evs) and _returns_coroutine(evs[0])
+                        # What deliver() and adeliver() do with the one bare entry the hook
+                        # would have queued for the lane's one callback (nobody else to requeue
+                        # it for), then with the typed delta for the one event callback, if
+                        # any. ``plain``: an async function's call, known to need awaiting,
+                        # and no event callback.
+                        if plain:
+                            try:
+                                await solo(delta)  # type: ignore[misc]
+                            except Exception as error:
+                                report_callback_error(on_error, error, delta)
+                        elif evs:
+                            await _ahand_pair(
+                                solo,
+                                solo_async,
+                                delta,
+                                (TextDelta if kind is text_kind else ReasoningDelta)(
+                                    delta, source=name
+                                ),
+                                evs,
+                                typed_async,
+                                on_error,
+                                outbox,
+                            )
+                        else:
+                            try:
+                                result = solo(delta)
+                                if result is not None and isawaitable(result):
+                                    await result
+                            except Exception as error:
+                                report_callback_error(on_error, error, delta)
                         if outbox:
-                            # adeliver() inlined: this runs once per event off the lanes.
-                            pending = deliver(channel, on_error)
-                            while pending is not None:
-                                try:
-                                    await pending
-                                except Exception as error:
-                                    report_callback_error(on_error, error, channel.awaiting)
-                                pending = deliver(channel, on_error) if outbox else None
+                            # A callback emitted: the hooks re-decided the lanes, maybe for
+                            # callbacks that changed too.
+                            await _adeliver_in_run(channel, on_error)
+                            subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
+                                self, lanes
+                            )
             finally:
                 aclose = getattr(source, "aclose", None)
                 if aclose is not None:
@@ -910,6 +914,41 @@ def _returns_coroutine(callback: Callable[[Any], object]) -> bool:
     return type(function) is types.FunctionType and bool(
         function.__code__.co_flags & inspect.CO_COROUTINE
     )
+
+
+def _lane_targets(
+    pipe: Pipe, lanes: bool
+) -> tuple[
+    tuple[StreamingCallback, ...],
+    Callable[[str], object],
+    bool,
+    bool,
+    tuple[EventCallback, ...],
+    bool,
+]:
+    """What arun's lane hands a delta to, looked up again after anything else happened.
+
+    The audience a lane must be open for (the pipe's callbacks, or none when lanes are off),
+    its first callback, whether that one is an async function, whether it is with no event
+    callback beside it (the plain case), the event callbacks, and whether the first is async.
+    """
+    subs: tuple[StreamingCallback, ...] = pipe._callbacks if lanes else ()
+    solo: Callable[[str], object] = subs[0] if subs else _no_callback
+    solo_async = _returns_coroutine(solo)
+    events = pipe._event_callbacks
+    typed_async = bool(events) and _returns_coroutine(events[0])
+    return subs, solo, solo_async, solo_async and not events, events, typed_async
+
+
+async def _adeliver_in_run(channel: Channel, on_error: CallbackErrorHandler | None) -> None:
+    """Deliver what the channel queued during a run, as adeliver() does (no deadline)."""
+    pending = deliver(channel, on_error)
+    while pending is not None:
+        try:
+            await pending
+        except Exception as error:
+            report_callback_error(on_error, error, channel.awaiting)
+        pending = deliver(channel, on_error) if channel.outbox else None
 
 
 def _hand(

@@ -213,6 +213,14 @@ ACTIONS: dict[str, Callable[[Scene], object]] = {
     "a subscriber joins": lambda s: s.pipe.set_streaming_callback(s.joined.append),
     "the actor leaves": lambda s: s.pipe.remove_streaming_callback(s.actor),
     "an event callback joins": lambda s: s.pipe.set_event_callback(s.events.append),
+    "an event callback joins, then text is emitted": lambda s: (
+        s.pipe.set_event_callback(s.events.append),
+        s.pipe.emit_text("y "),
+    ),
+    "an event callback joins, then reasoning is emitted": lambda s: (
+        s.pipe.set_event_callback(s.events.append),
+        s.pipe.emit_reasoning_chunk("z "),
+    ),
     "the gate closes": lambda s: s.pipe.set_stream_model_reasoning(False),
     "the gate attribute closes": lambda s: setattr(s.pipe, "stream_model_reasoning", False),
     "escaping stops": lambda s: setattr(s.pipe, "escape_markers", False),
