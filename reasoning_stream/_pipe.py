@@ -43,7 +43,7 @@ from ._callbacks import (
 )
 from ._capture import Capture, PipeResult, Status, Timings, status_for
 from ._channel import Channel, Entry
-from ._delivery import adeliver, awaitable_name, deliver, deliver_sync
+from ._delivery import adeliver, awaitable_name, deliver_sync
 from ._events import (
     Event,
     Finish,
@@ -590,35 +590,35 @@ class Pipe:
                     kind = type(event)
                     # A delta on an open lane is what the hook would do, without the detour
                     # (Channel.lane says when); any other event goes through the hooks, which
-                    # deliver it themselves, and the lane is looked up again.
+                    # deliver it themselves, and the lane's targets are looked up again.
                     if kind is text_kind:
                         delta = event.text  # type: ignore[union-attr]
                         if (
-                            channel.text_lane is not subs
-                            or type(delta) is not str
-                            or not delta
-                            or "<" in delta
+                            channel.text_lane is subs
+                            and type(delta) is str
+                            and delta
+                            and "<" not in delta
                         ):
+                            texts.append(delta)
+                        else:
                             text(delta)
-                            subs = self._callbacks if lanes else ()
-                            evs = self._event_callbacks
-                            continue
-                        texts.append(delta)
+                            delta = None
                     elif kind is reasoning_kind:
                         delta = event.text  # type: ignore[union-attr]
                         if (
-                            channel.reasoning_lane is not subs
-                            or type(delta) is not str
-                            or not delta
-                            or "<" in delta
+                            channel.reasoning_lane is subs
+                            and type(delta) is str
+                            and delta
+                            and "<" not in delta
                         ):
+                            capture.current.append(delta)  # type: ignore[union-attr]
+                        else:
                             reasoning(delta)
-                            subs = self._callbacks if lanes else ()
-                            evs = self._event_callbacks
-                            continue
-                        capture.current.append(delta)  # type: ignore[union-attr]
+                            delta = None
                     else:
                         handle(event)
+                        delta = None
+                    if delta is None:
                         subs = self._callbacks if lanes else ()
                         evs = self._event_callbacks
                         continue
@@ -696,39 +696,33 @@ class Pipe:
                         if kind is text_kind:
                             delta = event.text
                             if (
-                                channel.text_lane is not subs
-                                or type(delta) is not str
-                                or not delta
-                                or "<" in delta
+                                channel.text_lane is subs
+                                and type(delta) is str
+                                and delta
+                                and "<" not in delta
                             ):
+                                texts_append(delta)
+                            else:
                                 text(delta)
-                                if outbox:
-                                    await _adeliver_in_run(channel, on_error)
-                                subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
-                                    self, lanes
-                                )
-                                continue
-                            texts_append(delta)
+                                delta = None
                         elif kind is reasoning_kind:
                             delta = event.text
                             if (
-                                channel.reasoning_lane is not subs
-                                or type(delta) is not str
-                                or not delta
-                                or "<" in delta
+                                channel.reasoning_lane is subs
+                                and type(delta) is str
+                                and delta
+                                and "<" not in delta
                             ):
+                                capture.current.append(delta)  # type: ignore[union-attr]
+                            else:
                                 reasoning(delta)
-                                if outbox:
-                                    await _adeliver_in_run(channel, on_error)
-                                subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
-                                    self, lanes
-                                )
-                                continue
-                            capture.current.append(delta)  # type: ignore[union-attr]
+                                delta = None
                         else:
                             handle(event)
+                            delta = None
+                        if delta is None:
                             if outbox:
-                                await _adeliver_in_run(channel, on_error)
+                                await adeliver(channel, on_error)
                             subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
                                 self, lanes
                             )
@@ -766,7 +760,7 @@ class Pipe:
                         if outbox:
                             # A callback emitted: the hooks re-decided the lanes, maybe for
                             # callbacks that changed too.
-                            await _adeliver_in_run(channel, on_error)
+                            await adeliver(channel, on_error)
                             subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
                                 self, lanes
                             )
@@ -938,17 +932,6 @@ def _lane_targets(
     events = pipe._event_callbacks
     typed_async = bool(events) and _returns_coroutine(events[0])
     return subs, solo, solo_async, solo_async and not events, events, typed_async
-
-
-async def _adeliver_in_run(channel: Channel, on_error: CallbackErrorHandler | None) -> None:
-    """Deliver what the channel queued during a run, as adeliver() does (no deadline)."""
-    pending = deliver(channel, on_error)
-    while pending is not None:
-        try:
-            await pending
-        except Exception as error:
-            report_callback_error(on_error, error, channel.awaiting)
-        pending = deliver(channel, on_error) if channel.outbox else None
 
 
 def _hand(
