@@ -132,9 +132,7 @@ class _MemorySink:
             if len(log.items) > hub.maxlen + hub._slack:
                 hub._trim(log)
             waiting, log.waiting = log.waiting, None
-        if waiting:
-            for wake in waiting:
-                wake()
+        _wake_all(waiting)
 
     def finish(self, status: Status) -> _Failure | None:
         hub, log = self._hub, self._log
@@ -144,9 +142,7 @@ class _MemorySink:
             if hub.ttl is not None:
                 hub._expiry.append((time.monotonic() + hub.ttl, self._stream_id, log))
             waiting, log.waiting = log.waiting, None
-        if waiting:
-            for wake in waiting:
-                wake()
+        _wake_all(waiting)
         return None
 
 
@@ -193,9 +189,7 @@ class MemoryHub(Hub):
                 )
             log = self._logs[stream_id] = _Log()
             waiting = self._waiters.pop(stream_id, None)
-        if waiting:  # readers that waited for the stream to appear
-            for wake in waiting:
-                wake()
+        _wake_all(waiting)  # readers that waited for the stream to appear
         return _MemorySink(self, stream_id, log)
 
     def _trim(self, log: _Log) -> None:
@@ -328,6 +322,13 @@ class MemoryHub(Hub):
                     del self._waiters[stream_id]
                 else:
                     log.waiting = None
+
+
+def _wake_all(waiting: list[Callable[[], None]] | None) -> None:
+    """Wake the readers taken off a waiting list (called after the lock is released)."""
+    if waiting:
+        for wake in waiting:
+            wake()
 
 
 def _expired(stream_id: str, after: str) -> StreamExpiredError:
