@@ -700,3 +700,11 @@ def test_a_span_sampled_out_still_records_the_metrics() -> None:
     assert duration.attributes["reasoning_stream.status"] == "error"
     assert len(otel.points("reasoning_stream.reasoning.duration")) == 1
     assert len(otel.points("gen_ai.client.operation.time_to_first_chunk")) == 1
+
+
+def test_every_registered_provider_has_a_conventions_name() -> None:
+    """The ``gen_ai.provider.name`` mapping names every provider of the registry, and no other."""
+    from reasoning_stream.providers._spec import provider_ids
+    from reasoning_stream.telemetry._semconv import PROVIDER_NAMES
+
+    assert set(PROVIDER_NAMES) == set(provider_ids())
