@@ -318,9 +318,10 @@ def test_async_pipelines_nest_on_their_task_and_concurrent_runs_do_not_mix(
         )
 
     async def main() -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(make("x").arun, "go")
-            group.start_soon(make("y").arun, "go")
+        with anyio.fail_after(30):  # a hang fails the test instead of stalling the suite
+            async with anyio.create_task_group() as group:
+                group.start_soon(make("x").arun, "go")
+                group.start_soon(make("y").arun, "go")
 
     anyio.run(main, backend=backend)
     spans = otel.finished()
