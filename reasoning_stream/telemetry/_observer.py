@@ -17,8 +17,6 @@ from .._pipe import Pipe, PipeResult, Prompt
 from .._pipeline import Pipeline, PipelineResult
 from ._messages import ContentCapture, content_attributes
 from ._semconv import (
-    _SECONDS_BUCKETS,
-    _TOKEN_BUCKETS,
     ERROR_TYPE,
     FINISH_REASONS,
     INPUT_TOKENS,
@@ -38,6 +36,7 @@ from ._semconv import (
     REQUEST_STREAM,
     RESPONSE_ID,
     RETRY_EVENT,
+    SECONDS_BUCKETS,
     SERVER_ADDRESS,
     SERVER_PORT,
     STATUS,
@@ -45,6 +44,7 @@ from ._semconv import (
     TIME_TO_FIRST_CHUNK_METRIC,
     TIME_TO_FIRST_REASONING,
     TIME_TO_FIRST_TEXT,
+    TOKEN_BUCKETS,
     TOKEN_TYPE,
     TOKEN_USAGE_METRIC,
     TOOL_CALLS,
@@ -67,25 +67,25 @@ class _Instruments:
 
     def __init__(self, meter: Any) -> None:
         self.duration: Histogram = _histogram(
-            meter, OPERATION_DURATION_METRIC, "s", "GenAI operation duration.", _SECONDS_BUCKETS
+            meter, OPERATION_DURATION_METRIC, "s", "GenAI operation duration.", SECONDS_BUCKETS
         )
         self.tokens: Histogram = _histogram(
             meter, TOKEN_USAGE_METRIC, "{token}", "Number of input and output tokens used.",
-            _TOKEN_BUCKETS,
+            TOKEN_BUCKETS,
         )  # fmt: skip
         self.first_chunk: Histogram = _histogram(
             meter,
             TIME_TO_FIRST_CHUNK_METRIC,
             "s",
             "Time from the request to the first chunk (reasoning or answer) of the response.",
-            _SECONDS_BUCKETS,
+            SECONDS_BUCKETS,
         )
         self.reasoning: Histogram = _histogram(
             meter,
             REASONING_DURATION_METRIC,
             "s",
             "Time the model spent streaming reasoning in one response (segments summed).",
-            _SECONDS_BUCKETS,
+            SECONDS_BUCKETS,
         )
 
 

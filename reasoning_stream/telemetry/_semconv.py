@@ -21,12 +21,46 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "ERROR_TYPE",
+    "FINISH_REASONS",
     "FINISH_REASON_VALUES",
+    "INPUT_LENGTH",
+    "INPUT_MESSAGES",
+    "INPUT_TOKENS",
+    "OPAQUE_STATES",
     "OPERATION",
+    "OPERATION_DURATION_METRIC",
+    "OUR_PROVIDER",
+    "OUTPUT_MESSAGES",
+    "OUTPUT_TOKENS",
+    "PIPES",
+    "PIPE_NAME",
     "PROVIDER",
     "PROVIDER_NAMES",
+    "REASONING_DURATION",
+    "REASONING_DURATION_METRIC",
+    "REASONING_LENGTH",
+    "REASONING_SEGMENTS",
+    "REASONING_TOKENS",
+    "REQUEST_MODEL",
+    "REQUEST_STREAM",
+    "RESPONSE_ID",
+    "RETRY_EVENT",
     "SCOPE_NAME",
+    "SECONDS_BUCKETS",
     "SEMCONV_VERSION",
+    "SERVER_ADDRESS",
+    "SERVER_PORT",
+    "STATUS",
+    "TEXT_LENGTH",
+    "TIME_TO_FIRST_CHUNK",
+    "TIME_TO_FIRST_CHUNK_METRIC",
+    "TIME_TO_FIRST_REASONING",
+    "TIME_TO_FIRST_TEXT",
+    "TOKEN_BUCKETS",
+    "TOKEN_TYPE",
+    "TOKEN_USAGE_METRIC",
+    "TOOL_CALLS",
+    "WORKFLOW_NAME",
     "provider_name",
     "server",
 ]
@@ -79,18 +113,19 @@ TIME_TO_FIRST_CHUNK_METRIC = "gen_ai.client.operation.time_to_first_chunk"
 REASONING_DURATION_METRIC = "reasoning_stream.reasoning.duration"
 
 # Bucket boundaries the conventions advise for durations (seconds) and token counts.
-_SECONDS_BUCKETS: Final = (
+SECONDS_BUCKETS: Final = (
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 )  # fmt: skip
-_TOKEN_BUCKETS: Final = (
+TOKEN_BUCKETS: Final = (
     1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
 )  # fmt: skip
 
 # Our provider ids to the conventions' well-known ``gen_ai.provider.name`` values. An
-# OpenAI-compatible endpoint is named by its host where the conventions know the host.
-# A second list of the registry's provider ids (``providers._spec``): ProviderSpec has no
-# field for the conventions' name yet, so the mapping stays here until it does; a test checks
-# that it names every registered provider.
+# OpenAI-compatible endpoint is named by its host where the conventions know the host, and a
+# Gemini endpoint on Vertex AI as Vertex (``provider_name``). These restate provider ids that
+# the registry (``providers._spec``) owns: ProviderSpec has no field for the conventions' name
+# or for such hosts yet, so they stay here until it does; a test checks that this mapping
+# names every registered provider and no other.
 PROVIDER_NAMES: Final[Mapping[str, str]] = {
     "anthropic": "anthropic",
     "openai-chat": "openai",
