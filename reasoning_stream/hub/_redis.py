@@ -96,7 +96,7 @@ class RedisHub(Hub):
         self._claim_script = self._client.register_script(CLAIM)
         self._abandon_script = self._client.register_script(ABANDON)
         self._writer: RedisWriter | None = None
-        self._reader: Follower | None = None
+        self._reader_thread: Follower | None = None
         self._writer_lock = threading.Lock()
         self._reading = RedisReader(self, self._reader_client, self._follower, self._end_abandoned)
 
@@ -121,7 +121,7 @@ class RedisHub(Hub):
         """Flush pending writes and close the connections."""
         with self._writer_lock:
             writer, self._writer = self._writer, None
-            reader, self._reader = self._reader, None
+            reader, self._reader_thread = self._reader_thread, None
         if writer is not None:
             writer.close()
         if reader is not None:
@@ -236,9 +236,9 @@ class RedisHub(Hub):
 
     def _follower(self) -> Follower:
         with self._writer_lock:
-            if self._reader is None:
+            if self._reader_thread is None:
                 redis = import_redis()
-                self._reader = Follower(
+                self._reader_thread = Follower(
                     lambda: redis.Redis.from_url(
                         self.url, single_connection_client=True, **self._options(blocking=True)
                     ),
@@ -248,4 +248,4 @@ class RedisHub(Hub):
                     sweep=self._sweep,
                     sweep_every=min(self.lease / 2, 1.0),
                 )
-            return self._reader
+            return self._reader_thread
