@@ -42,7 +42,7 @@ class RedisServer:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-                self.process.wait()
+                self.process.wait(timeout=10)
 
 
 def _answers_ping(port: int) -> bool:

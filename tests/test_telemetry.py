@@ -318,9 +318,10 @@ def test_async_pipelines_nest_on_their_task_and_concurrent_runs_do_not_mix(
         )
 
     async def main() -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(make("x").arun, "go")
-            group.start_soon(make("y").arun, "go")
+        with anyio.fail_after(30):  # a hang fails the test instead of stalling the suite
+            async with anyio.create_task_group() as group:
+                group.start_soon(make("x").arun, "go")
+                group.start_soon(make("y").arun, "go")
 
     anyio.run(main, backend=backend)
     spans = otel.finished()
@@ -700,3 +701,11 @@ def test_a_span_sampled_out_still_records_the_metrics() -> None:
     assert duration.attributes["reasoning_stream.status"] == "error"
     assert len(otel.points("reasoning_stream.reasoning.duration")) == 1
     assert len(otel.points("gen_ai.client.operation.time_to_first_chunk")) == 1
+
+
+def test_every_registered_provider_has_a_conventions_name() -> None:
+    """The ``gen_ai.provider.name`` mapping names every provider of the registry, and no other."""
+    from reasoning_stream.providers._spec import provider_ids
+    from reasoning_stream.telemetry._semconv import PROVIDER_NAMES
+
+    assert set(PROVIDER_NAMES) == set(provider_ids())

@@ -18,17 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ._entry import Entry
+from ._redis_codec import seq
 
 __all__ = ["BLOCK_MS", "Follower", "Subscription"]
 
 BLOCK_MS = 1000
 """Longest single ``XREAD BLOCK`` wait."""
 _COUNT = 1000
-
-
-def seq(entry_id: str) -> int:
-    """The entry number in a ``0-<n>`` id."""
-    return int(entry_id.partition("-")[2])
 
 
 class Subscription:

@@ -21,6 +21,9 @@ from reasoning_stream.hub import (
 from reasoning_stream.testing import ScriptedPipe
 from tests.redis_server import RedisServer, free_port
 
+WAIT = 10.0
+"""Longest a reader here may wait: a hang fails the test instead of stalling the suite."""
+
 
 def new_id() -> str:
     return f"err-{uuid.uuid4().hex}"
@@ -52,7 +55,7 @@ async def test_a_stream_id_runs_once_async(hub: Hub) -> None:
 @pytest.mark.anyio
 async def test_unknown_stream_times_out_with_a_clear_error(hub: Hub) -> None:
     start = time.monotonic()
-    with pytest.raises(StreamNotFoundError, match=r"within 0\.3 s"):
+    with anyio.fail_after(WAIT), pytest.raises(StreamNotFoundError, match=r"within 0\.3 s"):
         async for _ in hub.subscribe(new_id(), timeout=0.3):
             pass
     assert 0.25 <= time.monotonic() - start < 3
@@ -68,10 +71,11 @@ async def test_a_reader_waits_for_a_stream_that_starts_later(hub: Hub) -> None:
         async for entry in hub.subscribe(stream_id, timeout=5):
             got.append(entry.chunk)
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(reader)
-        await anyio.sleep(0.3)
-        await hub.arun(stream_id, ScriptedPipe([TextDelta("late")]), "go")
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as group:
+            group.start_soon(reader)
+            await anyio.sleep(0.3)
+            await hub.arun(stream_id, ScriptedPipe([TextDelta("late")]), "go")
     assert "".join(got) == "late"
 
 
@@ -90,7 +94,7 @@ async def test_resuming_past_retention_is_a_clear_error(
     assert entries[-1].final and len(entries) < 400
     with pytest.raises(StreamExpiredError, match="trimmed"):
         hub.read(stream_id, after="1" if kind == "memory" else "0-1")
-    with pytest.raises(StreamExpiredError, match="trimmed"):
+    with anyio.fail_after(WAIT), pytest.raises(StreamExpiredError, match="trimmed"):
         async for _ in hub.subscribe(stream_id, after="1" if kind == "memory" else "0-1"):
             pass
     # What retention kept still resumes exactly.
@@ -125,7 +129,7 @@ async def test_malformed_ids_are_rejected(hub: Hub, bad: str) -> None:
     await anyio.to_thread.run_sync(hub.run, stream_id, ScriptedPipe([TextDelta("x")]), "go")
     with pytest.raises(InvalidEntryIdError):
         hub.read(stream_id, after=bad)
-    with pytest.raises(InvalidEntryIdError):
+    with anyio.fail_after(WAIT), pytest.raises(InvalidEntryIdError):
         async for _ in hub.subscribe(stream_id, after=bad):
             pass
 

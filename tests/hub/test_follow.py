@@ -13,7 +13,7 @@ import redis
 from reasoning_stream import TextDelta
 from reasoning_stream.hub import RedisHub
 from reasoning_stream.hub._follow import Follower, Subscription
-from reasoning_stream.hub._redis import _entry
+from reasoning_stream.hub._redis_codec import decode_entry
 from reasoning_stream.testing import ScriptedPipe
 
 
@@ -47,7 +47,7 @@ def test_a_reader_joining_behind_an_in_flight_read_gets_everything(redis_url: st
     key = hub.prefix + stream_id
     held = HeldReads(redis_url)
     control = redis.Redis.from_url(redis_url)
-    follower = Follower(lambda: held, control, _entry, redis_url)
+    follower = Follower(lambda: held, control, decode_entry, redis_url)
     ahead, behind = Subscription(key, 5), Subscription(key, 2)
     try:
         follower.add(ahead)

@@ -46,6 +46,11 @@ extra_events = st.lists(
 """Channel events mixed with tool calls and usage reports (events without channel text)."""
 
 
+WAIT = 30.0
+"""Longest a reader or a run here may take: a hang fails the test instead of stalling the suite
+(generous: two cores run the suite, Redis and the readers at once)."""
+
+
 def new_id() -> str:
     return f"law-{uuid.uuid4().hex}"
 
@@ -61,7 +66,8 @@ def recording(pipe: ScriptedPipe) -> list[str]:
 
 
 async def collect(hub: Hub, stream_id: str, after: str | None = None) -> list[Entry]:
-    return [entry async for entry in hub.subscribe(stream_id, after=after, timeout=5)]
+    with anyio.fail_after(WAIT):  # ``timeout`` bounds only the wait for the stream to appear
+        return [entry async for entry in hub.subscribe(stream_id, after=after, timeout=5)]
 
 
 @LAWS
@@ -125,21 +131,22 @@ async def test_live_readers_join_anytime_and_resume_exactly(hub: Hub, join: str)
         rest = await collect(hub, stream_id, after=first[-1].id)
         got["resumed"] = chunks(first) + chunks(rest)
 
-    async with anyio.create_task_group() as group:
-        if join == "before":
-            group.start_soon(follow)
-            group.start_soon(leave_and_resume)
-            await anyio.sleep(0.05)
-        result = await hub.arun(stream_id, pipe, "go") if join != "mid-reasoning" else None
-        if join == "mid-reasoning":
-            group.start_soon(hub.arun, stream_id, pipe, "go")
-            await anyio.sleep(0.02)
-            group.start_soon(follow)
-            group.start_soon(leave_and_resume)
-        if join == "after":
-            assert result is not None
-            group.start_soon(follow)
-            group.start_soon(leave_and_resume)
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as group:
+            if join == "before":
+                group.start_soon(follow)
+                group.start_soon(leave_and_resume)
+                await anyio.sleep(0.05)
+            result = await hub.arun(stream_id, pipe, "go") if join != "mid-reasoning" else None
+            if join == "mid-reasoning":
+                group.start_soon(hub.arun, stream_id, pipe, "go")
+                await anyio.sleep(0.02)
+                group.start_soon(follow)
+                group.start_soon(leave_and_resume)
+            if join == "after":
+                assert result is not None
+                group.start_soon(follow)
+                group.start_soon(leave_and_resume)
     whole = "".join(seen)
     assert got == {"follow": whole, "resumed": whole}
 
@@ -239,10 +246,11 @@ async def test_streams_never_mix(hub: Hub) -> None:
     async def reader(stream_id: str) -> None:
         read[stream_id] = chunks(await collect(hub, stream_id))
 
-    async with anyio.create_task_group() as group:
-        for stream_id, pipe in pipes.items():
-            group.start_soon(reader, stream_id)
-            group.start_soon(hub.arun, stream_id, pipe, "go")
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as group:
+            for stream_id, pipe in pipes.items():
+                group.start_soon(reader, stream_id)
+                group.start_soon(hub.arun, stream_id, pipe, "go")
     assert read == {stream_id: "".join(chunks) for stream_id, chunks in seen.items()}
 
 
@@ -309,8 +317,9 @@ async def test_slow_and_crashed_readers_cost_the_run_nothing(hub: Hub) -> None:
 
     def crash() -> None:
         async def reader() -> None:
-            async for _ in hub.subscribe(stream_id, timeout=5):
-                raise RuntimeError("reader crashed")
+            with anyio.fail_after(WAIT):  # a TimeoutError here is no RuntimeError: it fails
+                async for _ in hub.subscribe(stream_id, timeout=5):
+                    raise RuntimeError("reader crashed")
 
         with pytest.raises(RuntimeError):
             anyio.run(reader)
@@ -318,15 +327,16 @@ async def test_slow_and_crashed_readers_cost_the_run_nothing(hub: Hub) -> None:
     callback_errors: list[object] = []
     pipe = ScriptedPipe(script, on_callback_error=lambda e, c: callback_errors.append(e))  # type: ignore[arg-type]
     seen = recording(pipe)
-    async with anyio.create_task_group() as group:
-        group.start_soon(stall)
-        group.start_soon(leave)
-        group.start_soon(anyio.to_thread.run_sync, crash)
-        await anyio.sleep(0.05)
-        result = await hub.arun(stream_id, pipe, "go")
-        assert result.status == "completed" and callback_errors == []
-        assert chunks(hub.read(stream_id)) == "".join(seen)
-        stalled.set()
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as group:
+            group.start_soon(stall)
+            group.start_soon(leave)
+            group.start_soon(anyio.to_thread.run_sync, crash)
+            await anyio.sleep(0.05)
+            result = await hub.arun(stream_id, pipe, "go")
+            assert result.status == "completed" and callback_errors == []
+            assert chunks(hub.read(stream_id)) == "".join(seen)
+            stalled.set()
 
 
 def test_memory_hub_serves_readers_on_other_threads_and_loops() -> None:
@@ -353,7 +363,8 @@ def test_memory_hub_serves_readers_on_other_threads_and_loops() -> None:
     seen = recording(pipe)
     hub.run(stream_id, pipe, "go")
     for thread in threads:
-        thread.join(10)
+        thread.join(WAIT)
+        assert not thread.is_alive(), "a reader thread did not finish"
     assert got == {"asyncio": "".join(seen), "trio": "".join(seen)}
 
 
@@ -405,7 +416,7 @@ async def test_many_readers_leaving_and_resuming_during_a_live_run(hub: Hub) -> 
             return
         got.append(chunks(first) + chunks(await collect(hub, stream_id, after=first[-1].id)))
 
-    with anyio.fail_after(60):  # a lost entry would leave a reader waiting
+    with anyio.fail_after(2 * WAIT):  # a lost entry would leave a reader waiting
         async with anyio.create_task_group() as group:
             for n in range(24):
                 group.start_soon(reader, 1 + (n * 7) % 60, (n % 8) * 0.02)

@@ -92,7 +92,8 @@ async def test_a_killed_writer_ends_its_stream_for_every_reader(
     # Every later reader sees the same ending, and resume stays exact around it.
     assert reader_hub.read(stream_id) == got
     for k in (0, len(got) // 2, len(got) - 2, len(got) - 1):
-        rest = [entry async for entry in reader_hub.subscribe(stream_id, after=got[k].id)]
+        with anyio.fail_after(10):
+            rest = [entry async for entry in reader_hub.subscribe(stream_id, after=got[k].id)]
         assert got[: k + 1] + rest == got
     # The id stays taken, like any finished run's, until ttl.
     with pytest.raises(UsageError, match="already exists"):

@@ -38,10 +38,11 @@ def test_a_waiting_reader_is_woken_for_every_entry(backend: str) -> None:
             acks.get(timeout=5)
 
     async def follow() -> None:
-        async for entry in hub.subscribe(stream_id, timeout=5):
-            if isinstance(entry.event, ToolCall):
-                got.append(entry.event.id)
-                acks.put(entry.id)
+        with anyio.fail_after(30):  # a lost final entry fails the reader instead of hanging it
+            async for entry in hub.subscribe(stream_id, timeout=5):
+                if isinstance(entry.event, ToolCall):
+                    got.append(entry.event.id)
+                    acks.put(entry.id)
 
     reader = threading.Thread(target=anyio.run, args=(follow,), kwargs={"backend": backend})
     interval = sys.getswitchinterval()
@@ -51,6 +52,7 @@ def test_a_waiting_reader_is_woken_for_every_entry(backend: str) -> None:
         result = hub.run(stream_id, ScriptedPipe(script), "go")
     finally:
         sys.setswitchinterval(interval)
-        reader.join(10)
+        reader.join(30)
+    assert not reader.is_alive(), "the reader did not finish"
     assert result.status == "completed"
     assert got == [f"call_{n}" for n in range(STEPS)]

@@ -225,7 +225,12 @@ def bedrock_invoke() -> Transcript:
 # Helpers
 
 
+CLIENT_TIMEOUT = 10.0
+"""The SDK clients' timeout here (theirs is ten minutes): a stalled reply fails the test."""
+
+
 def _openai_client(server: WireServer, **kwargs: Any) -> openai.OpenAI:
+    kwargs.setdefault("timeout", CLIENT_TIMEOUT)
     return openai.OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0, **kwargs)
 
 
@@ -747,7 +752,7 @@ async def test_openai_async_stream(anyio_backend: str) -> None:
     async with WireServer() as server:
         server.add(openai_chat(), chunk_size=3)
         async with openai.AsyncOpenAI(
-            base_url=server.url + "/v1", api_key="k", max_retries=0
+            base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=CLIENT_TIMEOUT
         ) as client:
             stream = await client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
             async with stream:
@@ -760,7 +765,7 @@ async def test_openai_async_disconnect_raises(anyio_backend: str) -> None:
     async with WireServer() as server:
         server.add(openai_chat(), disconnect_at_byte=300)
         async with openai.AsyncOpenAI(
-            base_url=server.url + "/v1", api_key="k", max_retries=0
+            base_url=server.url + "/v1", api_key="k", max_retries=0, timeout=CLIENT_TIMEOUT
         ) as client:
             stream = await client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
             with pytest.raises(openai.APIConnectionError):
@@ -771,7 +776,7 @@ async def test_openai_async_disconnect_raises(anyio_backend: str) -> None:
 def test_ollama_ndjson_stream() -> None:
     with WireServer() as server:
         server.add(ollama_chat(), chunk_size=5)
-        with ollama.Client(host=server.url) as client:
+        with ollama.Client(host=server.url, timeout=CLIENT_TIMEOUT) as client:
             parts = list(client.chat(model="m", messages=MESSAGES, stream=True))
     assert [(p.message.thinking, p.message.content, p.done) for p in parts] == [
         ("Pondering", "", False),
@@ -786,7 +791,9 @@ def test_ollama_ndjson_stream() -> None:
 def test_anthropic_thinking_stream() -> None:
     with WireServer() as server:
         server.add(anthropic_thinking(), chunk_size=2)
-        with anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0) as client:
+        with anthropic.Anthropic(
+            base_url=server.url, api_key="k", max_retries=0, timeout=CLIENT_TIMEOUT
+        ) as client:
             stream = client.messages.create(
                 model="claude-test",
                 max_tokens=1024,
@@ -925,7 +932,9 @@ def test_stop_returns_promptly_while_a_client_waits_on_a_stalled_reply() -> None
     sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
     head = b""
     while b"\r\n\r\n" not in head:
-        head += sock.recv(4096)
+        chunk = sock.recv(4096)
+        assert chunk, "the server closed the connection before its headers"
+        head += chunk
     assert head.startswith(b"HTTP/1.1 200")
 
     started = time.monotonic()

@@ -71,13 +71,15 @@ class Browser:
         """Call a DevTools method and return its result (events meanwhile are dropped)."""
         call_id = next(self._ids)
         self._socket.send(json.dumps({"id": call_id, "method": method, "params": params}))
-        while True:
+        deadline = time.monotonic() + 30  # events keep arriving: each recv alone is not bound
+        while time.monotonic() < deadline:
             message = json.loads(self._socket.recv(timeout=30))
             if message.get("id") == call_id:
                 if "error" in message:
                     raise RuntimeError(f"{method}: {message['error']}")
                 result: dict[str, Any] = message["result"]
                 return result
+        raise TimeoutError(f"{method}: no answer from chromium within 30 s")
 
     def evaluate(self, expression: str) -> Any:
         result = self.send(

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -40,13 +45,45 @@ def parse(body: str) -> list[Event]:
     return events
 
 
+WAIT = 30.0
+"""Longest a test reads one response. A read timeout alone never fires on a stream that sends
+keep-alive comments, so a run that hangs would hold its readers forever: this fails them."""
+
+
+def within(pieces: Iterable[_T], seconds: float = WAIT) -> Iterator[_T]:
+    """``pieces`` (a response's bytes or lines), raising ``TimeoutError`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    for piece in pieces:
+        yield piece
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the response was still streaming after {seconds} s")
+
+
 def get(
-    url: str, *, last_event_id: str | None = None, params: dict[str, str] | None = None
+    url: str,
+    *,
+    last_event_id: str | None = None,
+    params: dict[str, str] | None = None,
+    client: httpx.Client | None = None,
 ) -> httpx.Response:
+    """A GET read to its end, in at most ``WAIT`` seconds (keep-alive comments included)."""
     headers = {"accept": "text/event-stream"}
     if last_event_id is not None:
         headers["last-event-id"] = last_event_id
-    return httpx.get(url, headers=headers, params=params, timeout=20)
+    with contextlib.ExitStack() as stack:
+        if client is None:
+            client = stack.enter_context(httpx.Client(timeout=20))
+        response = stack.enter_context(client.stream("GET", url, headers=headers, params=params))
+        body = b"".join(within(response.iter_bytes()))
+    # The body is decoded already: the copy must not claim an encoding or a framing.
+    kept = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        response.status_code, headers=kept, content=body, request=response.request
+    )
 
 
 def after_entry(events: list[Event], entry_id: str) -> list[Event]:

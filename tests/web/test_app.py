@@ -19,7 +19,7 @@ from reasoning_stream.hub import Hub, MemoryHub, RedisHub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.web import create_app
 from tests.web.conftest import serve
-from tests.web.sse import after_entry, get, parse
+from tests.web.sse import WAIT, after_entry, get, parse, within
 
 SCRIPT: list[Any] = [
     ReasoningDelta("Let me <think> about "),
@@ -148,7 +148,7 @@ def test_live_stream_with_a_dropped_connection_resumes_exactly(hub: Hub, base: s
     last_id = None
     with httpx.Client(timeout=20) as client:
         with client.stream("GET", url) as response:
-            for line in response.iter_lines():
+            for line in within(response.iter_lines()):
                 if line.startswith("id: "):
                     last_id = line[4:]
                 if line.startswith("data: "):
@@ -156,8 +156,9 @@ def test_live_stream_with_a_dropped_connection_resumes_exactly(hub: Hub, base: s
                 if len(got) == 10:
                     break  # the connection drops mid-reasoning
         assert last_id is not None
-        rest = client.get(url, headers={"last-event-id": last_id}).text
-    runner.join(10)
+        rest = get(url, last_event_id=last_id, client=client).text
+    runner.join(WAIT)
+    assert not runner.is_alive(), "the run did not finish"
     got += [event.json()["chunk"] for event in parse(rest)]
     assert "".join(got) == "".join(seen)
 
@@ -233,7 +234,8 @@ def test_an_idle_stream_gets_keep_alive_comments_that_change_nothing(
         stream_id, runner, _ = idle_run(hub, 0.5)
         url = f"{base}/streams/{stream_id}?protocol={protocol}"
         live = get(url).text
-        runner.join(10)
+        runner.join(WAIT)
+        assert not runner.is_alive(), "the run did not finish"
         finished = get(url).text
     blocks = [block for block in live.split("\n\n") if block]
     comments = [block for block in blocks if block.startswith(":")]
@@ -257,6 +259,7 @@ def test_keep_alive_can_be_turned_off(hub: Hub) -> None:
     with serve(create_app(hub, timeout=2, keep_alive=None)) as base:
         stream_id, runner, seen = idle_run(hub, 0.3)
         live = get(f"{base}/streams/{stream_id}").text
-        runner.join(10)
+        runner.join(WAIT)
+        assert not runner.is_alive(), "the run did not finish"
     assert ": keep-alive" not in live
     assert "".join(event.json()["chunk"] for event in parse(live)) == "".join(seen)

@@ -12,7 +12,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 from ag_ui.core import Event as AGUIEvent
 from pydantic import TypeAdapter
 
@@ -21,7 +20,7 @@ from reasoning_stream.hub import RedisHub
 from reasoning_stream.web import create_app
 from tests.hub.test_lease import LEASE, writer
 from tests.web.conftest import serve
-from tests.web.sse import parse
+from tests.web.sse import get, parse
 
 AGUI = TypeAdapter(AGUIEvent)
 
@@ -37,7 +36,7 @@ def test_the_web_app_ends_a_lost_writers_stream_in_every_protocol(
         url = f"{base}/streams/{stream_id}"
 
         def read_live() -> None:
-            live.append(httpx.get(url, timeout=30).text)
+            live.append(get(url).text)
 
         reading = threading.Thread(target=read_live)
         reading.start()
@@ -53,9 +52,7 @@ def test_the_web_app_ends_a_lost_writers_stream_in_every_protocol(
             child.wait(10)
             reader_hub.close()
         assert not reading.is_alive() and live
-        bodies = {
-            p: httpx.get(f"{url}?protocol={p}", timeout=30).text for p in ("ag-ui", "vercel-ui")
-        }
+        bodies = {p: get(f"{url}?protocol={p}").text for p in ("ag-ui", "vercel-ui")}
     # channel, read live across the crash: ends with `event: end`, status error, the reason.
     events = parse(live[0])
     end = events[-1]

@@ -18,7 +18,7 @@ import pytest
 
 from tests.redis_server import free_port
 from tests.web.multiprocess_app import expected_channel
-from tests.web.sse import parse
+from tests.web.sse import get, parse, within
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,7 +93,7 @@ def test_start_on_a_read_on_b_resume_on_c_after_b_dies(
             with client.stream("GET", f"{b}/streams/{stream_id}?protocol={protocol}") as response:
                 assert response.status_code == 200
                 block: list[str] = []
-                for line in response.iter_lines():
+                for line in within(response.iter_lines()):
                     if line:
                         block.append(line)
                         continue
@@ -106,10 +106,10 @@ def test_start_on_a_read_on_b_resume_on_c_after_b_dies(
             pass
         assert b_process.wait(5) is not None
         assert 12 <= len(received) < 60 and last_id is not None
-        resumed = client.get(
-            f"{c}/streams/{stream_id}?protocol={protocol}", headers={"last-event-id": last_id}
+        resumed = get(
+            f"{c}/streams/{stream_id}?protocol={protocol}", last_event_id=last_id, client=client
         ).text
-        whole = client.get(f"{a}/streams/{stream_id}?protocol={protocol}").text
+        whole = get(f"{a}/streams/{stream_id}?protocol={protocol}", client=client).text
     # B may have delivered a partial block of the entry it died in: resume after the last
     # entry whose events all arrived, as a browser's EventSource would (it only records
     # complete events, and an entry's events are written together).

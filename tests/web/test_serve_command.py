@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import queue
 import re
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -30,9 +32,14 @@ def test_serve_runs_the_offline_demo_on_loopback() -> None:
     )
     try:
         assert process.stderr is not None
+        # Read stderr on a thread so that a server that never prints fails after 30 s
+        # instead of blocking readline for ever.
+        lines: queue.Queue[str] = queue.Queue()
+        stderr = process.stderr
+        threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True).start()
         url = None
         for _ in range(5):
-            line = process.stderr.readline()
+            line = lines.get(timeout=30)
             if match := re.search(r"open (http://127\.0\.0\.1:\d+)/", line):
                 url = match.group(1)
                 break

@@ -1,0 +1,287 @@
+"""The writing side of a ``RedisHub``: each run's sink, and the one writer thread per hub.
+
+A run's callbacks only append to a queue (:class:`RedisSink`), so neither Redis nor any reader
+can slow the model stream. One thread per hub (:class:`RedisWriter`) batches every pending entry
+of every running stream into one pipelined round trip (the append script per stream, running
+``XADD ... MAXLEN ~ maxlen``) and renews the running streams' leases.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+from .._events import Event, OpaqueState, TextDelta
+from .._pipe import Status
+from .._stream import ReasoningStream
+from ._base import _Failure
+from ._redis_codec import (
+    LEASE_LOST,
+    HubSettings,
+    entry_fields,
+    hold_seconds,
+    import_redis,
+    ttl_seconds,
+)
+
+__all__ = ["FINISH_TIMEOUT", "Pending", "RedisSink", "RedisWriter"]
+
+_BATCH = 2000
+"""Most entries one pipelined round trip carries."""
+FINISH_TIMEOUT = 10.0
+"""Seconds a run's end waits for Redis to confirm its writes (and ``close`` for the thread)."""
+_OPEN, _CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
+
+Pending: TypeAlias = "tuple[RedisSink, int, str, Event | None, Status | None]"
+"""One entry waiting for the writer: sink, number, chunk, event, status (final only)."""
+
+
+class RedisSink:
+    """One run's writer: numbers its entries and queues them for the hub's writer thread.
+
+    ``writer_put(sink)`` hands back the queue's ``put``; given the sink (not ``None``: a run
+    that could not claim its stream writes nothing), the writer renews the sink's lease until
+    its final entry.
+    """
+
+    __slots__ = (
+        "_done",
+        "_put",
+        "closing",
+        "entries",
+        "failure",
+        "key",
+        "keys",
+        "owner",
+        "saw_text",
+        "seq",
+        "stream_id",
+        "written",
+    )
+
+    def __init__(
+        self,
+        stream_id: str,
+        keys: list[str],
+        failure: str | None,
+        writer_put: Callable[[RedisSink | None], Callable[[Pending], None]],
+        owner: str = "",
+    ) -> None:
+        self.stream_id = stream_id
+        self.key = keys[0]
+        self.keys = keys
+        self.owner = owner
+        """The claim's token: every write checks it is still ours (fencing)."""
+        self.closing = ""
+        """The marker that would balance the channel if the run stopped now (writer thread)."""
+        self.seq = 0
+        self.saw_text = False
+        self.failure = failure
+        """Why publishing stopped (Redis unreachable at the start or failing mid-run)."""
+        self.written = 0
+        """Chunks and events Redis confirmed (counted by the writer thread only)."""
+        self.entries = 0
+        """Entries numbered so far (writer thread only): ids are ``0-1``, ``0-2``, ..."""
+        self._done = threading.Event()
+        self._put = writer_put(self if failure is None else None)
+
+    def put_chunk(self, chunk: str) -> None:
+        self.seq += 1
+        if self.failure is None:
+            self._put((self, self.seq, chunk, None, None))
+
+    def put_event(self, event: Event) -> None:
+        kind = type(event)
+        if kind is OpaqueState:
+            return
+        if kind is TextDelta:
+            self.saw_text = True
+        self.seq += 1
+        if self.failure is None:
+            self._put((self, self.seq, "", event, None))
+
+    def finish(self, status: Status) -> _Failure | None:
+        self.seq += 1
+        if self.failure is None:
+            self._put((self, self.seq, "", None, status))
+            if not self._done.wait(FINISH_TIMEOUT):
+                self.fail(f"Redis did not confirm the writes within {FINISH_TIMEOUT} s")
+        if self.failure is None:
+            return None
+        unpublished = self.seq - self.written
+        return _Failure(
+            f"{self.failure}: {unpublished} of the {self.seq} chunks, events and final "
+            f"status of stream {self.stream_id!r} were not published (the final entry among "
+            "them), so its readers will not see its end",
+            unpublished,
+        )
+
+    def fail(self, reason: str) -> None:
+        """Called by the writer: a batch with entries of ours did not reach Redis."""
+        if self.failure is None:
+            self.failure = reason
+        self._done.set()
+
+    def lost(self, lease: float) -> None:
+        """Called by the writer: a reader ended the stream because our lease had lapsed."""
+        self.fail(
+            f"the lease on stream {self.stream_id!r} lapsed (no heartbeat reached Redis for "
+            f"{lease:g} s: the process hung or lost Redis) and a reader ended the stream as "
+            "abandoned"
+        )
+
+    def confirm(self, count: int, final: bool) -> None:
+        """Called by the writer: Redis took ``count`` more of our chunks and events."""
+        self.written += count
+        if final:
+            self._done.set()
+
+    def encode(self, items: list[Pending]) -> tuple[list[str], bool]:
+        """The script arguments for ``items`` (writer thread only), and whether one is final.
+
+        The number of the batch's first entry, then each entry as its field count and fields
+        (the script numbers the entries on from the first). A chunk directly followed by an
+        event shares one entry with it (an entry may carry both, in the order the callbacks saw
+        them): about half the entries for a delta stream.
+        """
+        args = [str(self.entries + 1)]
+        pending: str | None = None  # a chunk-only entry that an event may still join
+        final = False
+        for _, _, chunk, event, status in items:
+            if pending is not None:
+                if event is not None and not chunk and status is None:
+                    self._flush(args, entry_fields(pending, event, None))
+                    pending = None
+                    continue
+                self._flush(args, ["c", pending])
+                pending = None
+            final = final or status is not None
+            if chunk == _OPEN:
+                self.closing = _CLOSE
+            elif chunk == _CLOSE:
+                self.closing = ""
+            if chunk and event is None and status is None:
+                pending = chunk
+            else:
+                self._flush(args, entry_fields(chunk, event, status))
+        if pending is not None:
+            self._flush(args, ["c", pending])
+        return args, final
+
+    def _flush(self, args: list[str], fields: list[str]) -> None:
+        self.entries += 1
+        args.append(str(len(fields)))
+        args += fields
+
+
+class RedisWriter:
+    """The hub's writer thread: drains the queue in pipelined batches.
+
+    Callbacks only append to a deque and, once per batch, set an event: the run pays for
+    neither encoding nor network. The writer lingers ``delay`` seconds after waking so that
+    one round trip carries what every running stream produced meanwhile. ``append`` is the
+    append script registered on ``client``.
+    """
+
+    def __init__(self, hub: HubSettings, client: Any, append: Any, delay: float) -> None:
+        self._hub = hub
+        self._client = client
+        self._append = append
+        self._delay = delay
+        self._heartbeat = hub.lease / 3
+        self._running: set[RedisSink] = set()
+        """Sinks whose lease this thread renews (added by ``run``, removed at their end)."""
+        self._running_lock = threading.Lock()
+        self._queue: deque[Pending] = deque()
+        self._signal = threading.Event()
+        self._signalled = False
+        self._closed = False
+        self._thread = threading.Thread(
+            target=self._loop, name="reasoning-stream-redis-writer", daemon=True
+        )
+        self._thread.start()
+
+    def hold(self, sink: RedisSink) -> None:
+        """Renew ``sink``'s lease from now until its final entry (or a failure)."""
+        with self._running_lock:
+            self._running.add(sink)
+        self._signal.set()
+
+    def release(self, sink: RedisSink) -> None:
+        with self._running_lock:
+            self._running.discard(sink)
+
+    def put(self, item: Pending) -> None:
+        self._queue.append(item)
+        if not self._signalled:
+            self._signalled = True
+            self._signal.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._signal.set()
+        self._thread.join(FINISH_TIMEOUT)
+
+    def _loop(self) -> None:
+        queue = self._queue
+        next_beat = time.monotonic() + self._heartbeat
+        while True:
+            wait = max(0.0, next_beat - time.monotonic()) if self._running else None
+            self._signal.wait(wait)
+            self._signal.clear()
+            self._signalled = False
+            if self._delay and not self._closed and queue:
+                time.sleep(self._delay)
+            beat = bool(self._running) and time.monotonic() >= next_beat
+            if beat:
+                next_beat = time.monotonic() + self._heartbeat
+            while queue or beat:
+                batch = [queue.popleft() for _ in range(min(len(queue), _BATCH))]
+                self._write(batch, beat)
+                beat = False
+            if self._closed:
+                return
+
+    def _write(self, batch: list[Pending], beat: bool) -> None:
+        hub = self._hub
+        redis = import_redis()
+        per_sink: dict[RedisSink, list[Pending]] = {}
+        if beat:  # every running stream renews its lease, with entries or without
+            with self._running_lock:
+                per_sink = {sink: [] for sink in self._running if sink.failure is None}
+        for item in batch:
+            if item[0].failure is None:
+                per_sink.setdefault(item[0], []).append(item)
+        if not per_sink:
+            return
+        maxlen = str(hub.maxlen)
+        ttl = ttl_seconds(hub.ttl)
+        hold = hold_seconds(hub.lease, hub.ttl)
+        lease_ms = str(max(1, round(hub.lease * 1000)))
+        pipeline = self._client.pipeline(transaction=False)
+        for sink, items in per_sink.items():
+            args, final = sink.encode(items)
+            head = [maxlen, ttl, "1" if final else "", sink.owner, lease_ms, hold, sink.closing]
+            self._append(keys=sink.keys, args=[*head, *args], client=pipeline)
+        try:
+            results = pipeline.execute(raise_on_error=False)
+        except redis.RedisError as error:
+            results = [error] * len(per_sink)
+        for (sink, items), result in zip(per_sink.items(), results, strict=True):
+            if isinstance(result, Exception):
+                if LEASE_LOST in str(result):
+                    sink.lost(hub.lease)
+                else:
+                    sink.fail(
+                        f"Redis at {hub.url_for_messages} failed mid-run "
+                        f"({type(result).__name__}: {result})"
+                    )
+                self.release(sink)
+                continue
+            final = bool(items) and items[-1][4] is not None
+            sink.confirm(len(items), final)
+            if final:
+                self.release(sink)
