@@ -1,12 +1,20 @@
-"""One delivery algorithm: hand the outbox to callbacks now, return what must still be awaited.
+"""One delivery algorithm and its lane: hand the outbox to callbacks now, return what must wait.
 
 :func:`deliver` calls callbacks in order until the outbox is empty or a callback returns an
 awaitable, and returns that awaitable. The sync driver cannot wait, so it refuses (inside a run)
 or skips with a warning (hooks driven by hand); the async driver awaits it and calls
 :func:`deliver` again. There is no second copy of the loop: the async side only waits where the
-sync side would have had to refuse. (The drivers' one shortcut, a plain delta on a lane handed to
-a lone callback, does what this loop would do with the one entry it did not build: call, report
-an error, await an awaitable.)
+sync side would have had to refuse.
+
+The *lane* is the drivers' one shortcut, and it lives here, beside the path it shortens. While
+the channel says a lone callback's stream is settled (:meth:`Channel.lane
+<._channel.Channel.lane>`), a delta without ``<`` would come out of the channel unchanged, for
+that callback alone (and its typed delta for at most one event callback). :func:`hand` gives
+them over without building the outbox entries, exactly as :func:`deliver` would give the
+entries the hook would have queued; :func:`ahand` is its async twin, which awaits what
+:func:`hand` returns. :func:`pump` and :func:`apump` are the drivers' loops over a source's
+events, so the hot loop calls into this module instead of restating it. A law
+(``tests/test_lanes.py``) compares every lane run with the same run kept on the general path.
 
 An entry leaves the outbox before its callbacks run. When one of them interrupts the delivery (an
 error handler that raises, ``KeyboardInterrupt``, a cancellation while awaiting) or returns an
@@ -21,16 +29,34 @@ import inspect
 import types
 import warnings
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 import anyio
 
-from ._callbacks import CallbackErrorHandler, reject_awaitable, report_callback_error
+from ._callbacks import (
+    CallbackErrorHandler,
+    EventCallback,
+    StreamingCallback,
+    reject_awaitable,
+    report_callback_error,
+)
+from ._capture import Capture
 from ._channel import Channel, Entry, Targets
-from ._events import Event
+from ._events import Event, ReasoningDelta, TextDelta
 
-__all__ = ["adeliver", "awaitable_name", "deliver", "deliver_sync"]
+__all__ = [
+    "Dispatch",
+    "Hooks",
+    "adeliver",
+    "ahand",
+    "apump",
+    "awaitable_name",
+    "deliver",
+    "deliver_sync",
+    "hand",
+    "pump",
+]
 
 _Coroutine = types.CoroutineType
 
@@ -158,3 +184,235 @@ async def adeliver(
 def awaitable_name(awaitable: object) -> str:
     """What to call the async callback that returned ``awaitable``, in a message."""
     return repr(getattr(awaitable, "__qualname__", None) or type(awaitable).__name__)
+
+
+# ------------------------------------------------------------------------------------ the lane
+
+
+def hand(
+    channel: Channel,
+    callback: Callable[[Any], object],
+    delta: str,
+    events: tuple[EventCallback, ...],
+    kind: Callable[..., Event],
+    source: str,
+    on_error: CallbackErrorHandler | None,
+    _coroutine: type = _Coroutine,
+) -> Awaitable[Any] | None:
+    """A lane's delta to its one ``callback``, then ``kind(delta, source=source)`` to ``events[0]``.
+
+    The non-blocking hand-off: what :func:`deliver` does with the bare chunk and the typed delta
+    the hook would have queued (the lane is open for one streaming and at most one event
+    callback, so nobody else is waiting for either). It stops at the first awaitable and returns
+    it, with the typed delta queued in the outbox if it was not handed yet; the same happens
+    when the first hand-over is interrupted, so the closing delivery gives it. A hook that a
+    callback calls only queues (``channel.delivering``), as during :func:`deliver_sync`.
+    """
+    channel.delivering = True
+    try:
+        try:
+            result = callback(delta)
+        except Exception as error:
+            report_callback_error(on_error, error, delta)
+            result = None
+    except BaseException:
+        if events:
+            channel.outbox.append((kind(delta, source=source), events))
+        raise
+    finally:
+        channel.delivering = False
+    if result is not None and (type(result) is _coroutine or inspect.isawaitable(result)):
+        if events:
+            channel.outbox.append((kind(delta, source=source), events))
+        channel.awaiting = delta
+        return result  # type: ignore[return-value]
+    if not events:
+        return None
+    typed = kind(delta, source=source)
+    channel.delivering = True
+    try:
+        result = events[0](typed)
+    except Exception as error:
+        report_callback_error(on_error, error, typed)
+        result = None
+    finally:
+        channel.delivering = False
+    if result is not None and (type(result) is _coroutine or inspect.isawaitable(result)):
+        channel.awaiting = typed
+        return result
+    return None
+
+
+async def ahand(
+    channel: Channel,
+    callback: Callable[[Any], object],
+    delta: str,
+    events: tuple[EventCallback, ...],
+    kind: Callable[..., Event],
+    source: str,
+    on_error: CallbackErrorHandler | None,
+) -> None:
+    """Async twin of :func:`hand`: awaits the awaitable that :func:`hand` stops at.
+
+    What is left queued (the typed delta behind an async streaming callback) goes out with the
+    caller's next delivery of the outbox.
+    """
+    pending = hand(channel, callback, delta, events, kind, source, on_error)
+    if pending is not None:
+        try:
+            await pending
+        except Exception as error:
+            report_callback_error(on_error, error, channel.awaiting)
+
+
+class Hooks(Protocol):
+    """What the drivers' loops use of a pipe: its hooks, callbacks and capture."""
+
+    name: str
+    on_callback_error: CallbackErrorHandler | None
+    _callbacks: tuple[StreamingCallback, ...]
+    _event_callbacks: tuple[EventCallback, ...]
+    _capture: Capture
+
+    def handle_event(self, event: Event) -> None: ...
+    def emit_text(self, delta: str | None) -> None: ...
+    def emit_reasoning_chunk(self, delta: str | None) -> None: ...
+
+
+Dispatch = tuple["type[TextDelta] | None", "type[ReasoningDelta] | None", bool]
+"""The delta kinds a loop routes without ``handle_event``, and whether lanes may open."""
+
+
+def pump(pipe: Hooks, channel: Channel, source: Iterable[Event], dispatch: Dispatch) -> None:
+    """The sync driver's loop: each event through the hooks, or a plain delta down its lane.
+
+    A hook delivers what it queued itself; after anything but a lane's delta, the lane's
+    targets are looked up again (the callbacks may have changed).
+    """
+    text_kind, reasoning_kind, lanes = dispatch
+    on_error, name, capture = pipe.on_callback_error, pipe.name, pipe._capture
+    handle, text, reasoning = pipe.handle_event, pipe.emit_text, pipe.emit_reasoning_chunk
+    texts, outbox = capture.text, channel.outbox
+    isawaitable = inspect.isawaitable
+    audience = pipe._callbacks if lanes else ()
+    events = pipe._event_callbacks
+    for event in source:
+        kind = type(event)
+        if kind is text_kind:
+            delta = event.text  # type: ignore[union-attr]
+            if channel.text_lane is audience and type(delta) is str and delta and "<" not in delta:
+                texts.append(delta)
+            else:
+                text(delta)
+                delta = None
+        elif kind is reasoning_kind:
+            delta = event.text  # type: ignore[union-attr]
+            if (
+                channel.reasoning_lane is audience
+                and type(delta) is str
+                and delta
+                and "<" not in delta
+            ):
+                capture.current.append(delta)  # type: ignore[union-attr]
+            else:
+                reasoning(delta)
+                delta = None
+        else:
+            handle(event)
+            delta = None
+        if delta is not None:
+            if events:
+                pending = hand(channel, audience[0], delta, events, kind, name, on_error)
+            else:
+                # hand() without an event callback, inlined: the hot loop saves the call.
+                channel.delivering = True
+                try:
+                    pending = audience[0](delta)
+                except Exception as error:
+                    report_callback_error(on_error, error, delta)
+                    pending = None
+                finally:
+                    channel.delivering = False
+            if pending is not None and isawaitable(pending):
+                reject_awaitable(pending, awaitable_name(pending))
+            if not outbox:
+                continue
+            # A callback emitted: the hooks re-decided the lanes, maybe for new callbacks.
+            deliver_sync(channel, on_error, in_run=True)
+        audience = pipe._callbacks if lanes else ()
+        events = pipe._event_callbacks
+
+
+async def apump(
+    pipe: Hooks,
+    channel: Channel,
+    source: AsyncIterable[Any],
+    dispatch: Dispatch,
+    *,
+    batched: bool,
+) -> None:
+    """Async twin of :func:`pump` over a source of events, or of batches of events.
+
+    The hooks only queue here (the channel is deferred): this loop delivers, each event's
+    entries before the next event is handled.
+    """
+    text_kind, reasoning_kind, lanes = dispatch
+    on_error, name, capture = pipe.on_callback_error, pipe.name, pipe._capture
+    handle, text, reasoning = pipe.handle_event, pipe.emit_text, pipe.emit_reasoning_chunk
+    texts, outbox = capture.text, channel.outbox
+    isawaitable, coroutine = inspect.isawaitable, _Coroutine
+    audience = pipe._callbacks if lanes else ()
+    events = pipe._event_callbacks
+    async for item in source:
+        batch: Sequence[Event] = item if batched else (item,)
+        for event in batch:
+            kind = type(event)
+            if kind is text_kind:
+                delta = event.text  # type: ignore[union-attr]
+                if (
+                    channel.text_lane is audience
+                    and type(delta) is str
+                    and delta
+                    and "<" not in delta
+                ):
+                    texts.append(delta)
+                else:
+                    text(delta)
+                    delta = None
+            elif kind is reasoning_kind:
+                delta = event.text  # type: ignore[union-attr]
+                if (
+                    channel.reasoning_lane is audience
+                    and type(delta) is str
+                    and delta
+                    and "<" not in delta
+                ):
+                    capture.current.append(delta)  # type: ignore[union-attr]
+                else:
+                    reasoning(delta)
+                    delta = None
+            else:
+                handle(event)
+                delta = None
+            if delta is not None:
+                if events:
+                    await ahand(channel, audience[0], delta, events, kind, name, on_error)
+                else:
+                    # ahand() without an event callback, inlined: the hot loop saves two calls.
+                    try:
+                        result = audience[0](delta)
+                        if result is not None and (
+                            type(result) is coroutine or isawaitable(result)
+                        ):
+                            await result
+                    except Exception as error:
+                        report_callback_error(on_error, error, delta)
+                if not outbox:
+                    continue
+            elif not outbox:
+                audience = pipe._callbacks if lanes else ()
+                events = pipe._event_callbacks
+                continue
+            await adeliver(channel, on_error)
+            audience = pipe._callbacks if lanes else ()
+            events = pipe._event_callbacks

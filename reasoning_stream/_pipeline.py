@@ -13,7 +13,8 @@ from ._callbacks import EventCallback, StreamingCallback
 from ._channel import Channel
 from ._delivery import adeliver, deliver_sync
 from ._exceptions import ReasoningStreamError, UsageError
-from ._pipe import Pipe, PipeResult, Prompt, Status, claim, release, warn_if_loop_running
+from ._loops import warn_if_loop_running
+from ._pipe import Pipe, PipeResult, Prompt, Status, claim, release
 
 __all__ = ["Pipeline", "PipelineResult"]
 
