@@ -359,10 +359,9 @@ async def apump(
     text_kind, reasoning_kind, lanes = dispatch
     on_error, name, capture = pipe.on_callback_error, pipe.name, pipe._capture
     handle, text, reasoning = pipe.handle_event, pipe.emit_text, pipe.emit_reasoning_chunk
-    texts, outbox = capture.text, channel.outbox
-    isawaitable, coroutine = inspect.isawaitable, _Coroutine
-    audience = pipe._callbacks if lanes else ()
-    events = pipe._event_callbacks
+    texts_append, outbox = capture.text.append, channel.outbox
+    isawaitable = inspect.isawaitable
+    audience, callback, plain, events = _lane(pipe, lanes)
     async for item in source:
         batch: Sequence[Event] = item if batched else (item,)
         for event in batch:
@@ -375,7 +374,7 @@ async def apump(
                     and delta
                     and "<" not in delta
                 ):
-                    texts.append(delta)
+                    texts_append(delta)
                 else:
                     text(delta)
                     delta = None
@@ -395,24 +394,51 @@ async def apump(
                 handle(event)
                 delta = None
             if delta is not None:
-                if events:
-                    await ahand(channel, audience[0], delta, events, kind, name, on_error)
-                else:
-                    # ahand() without an event callback, inlined: the hot loop saves two calls.
+                # ahand() inlined where no event callback listens: the hot loop saves two calls
+                # (and, for an ``async def`` callback, the test of what it returned).
+                if plain:
                     try:
-                        result = audience[0](delta)
-                        if result is not None and (
-                            type(result) is coroutine or isawaitable(result)
-                        ):
+                        await callback(delta)
+                    except Exception as error:
+                        report_callback_error(on_error, error, delta)
+                elif events:
+                    await ahand(channel, callback, delta, events, kind, name, on_error)
+                else:
+                    try:
+                        result = callback(delta)
+                        if result is not None and isawaitable(result):
                             await result
                     except Exception as error:
                         report_callback_error(on_error, error, delta)
                 if not outbox:
                     continue
             elif not outbox:
-                audience = pipe._callbacks if lanes else ()
-                events = pipe._event_callbacks
+                audience, callback, plain, events = _lane(pipe, lanes)
                 continue
             await adeliver(channel, on_error)
-            audience = pipe._callbacks if lanes else ()
-            events = pipe._event_callbacks
+            audience, callback, plain, events = _lane(pipe, lanes)
+
+
+def _lane(
+    pipe: Hooks, lanes: bool
+) -> tuple[Targets, Callable[[Any], Any], bool, tuple[EventCallback, ...]]:
+    """What :func:`apump` hands a lane's delta to, looked up again after anything else happened.
+
+    The audience a lane must be open for (none when lanes are off), its one callback, whether
+    that is an ``async def`` function with no event callback beside it, and the event callbacks.
+    """
+    audience: Targets = pipe._callbacks if lanes else ()
+    callback = audience[0] if audience else _no_callback
+    events = pipe._event_callbacks
+    function = callback.__func__ if type(callback) is types.MethodType else callback
+    plain = (
+        not events
+        and type(function) is types.FunctionType
+        and bool(function.__code__.co_flags & inspect.CO_COROUTINE)
+    )
+    return audience, callback, plain, events
+
+
+def _no_callback(chunk: str) -> None:
+    """Stands for the lane's callback while no lane can open (no callback, or lanes off)."""
+    raise AssertionError("a lane opened for an audience without a callback")

@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Self, TypeAlias
+from typing import Any, ClassVar, Self, TypeAlias
 
 import anyio
 
@@ -124,6 +124,8 @@ class Pipe:
     """Seconds each async callback gets for a closing chunk after the run was cancelled."""
     _logger = logger
     _retry_hooks: tuple[_observers.RetryHook, ...] | None = None
+    _chain: ClassVar[Callable[..., Any]]
+    """What ``pipe | other`` builds: the Pipeline class, set by the module that defines it."""
 
     def __init__(
         self,
@@ -245,11 +247,9 @@ class Pipe:
     def __or__(self, other: Any) -> Any:
         """``self | other``: a :class:`~reasoning_stream.Pipeline` of this pipe and ``other``.
 
-        Typed loosely because the pipeline sits above the pipe: it is imported on use.
+        Typed loosely: the pipeline sits above the pipe and hands its class in (``_chain``).
         """
-        from ._pipeline import Pipeline
-
-        return Pipeline(self, other)
+        return self._chain(self, other)
 
     # ------------------------------------------------------------------------------- hooks
 

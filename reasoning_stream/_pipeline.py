@@ -176,3 +176,7 @@ class Pipeline:
         self.last_result = PipelineResult(tuple(results))
         if isinstance(error, ReasoningStreamError):
             error.pipeline_result = self.last_result  # type: ignore[attr-defined]
+
+
+# ``pipe | other`` builds a Pipeline: the pipe module sits below this one and imports nothing of it.
+Pipe._chain = Pipeline
