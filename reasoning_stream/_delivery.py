@@ -54,8 +54,10 @@ __all__ = [
     "awaitable_name",
     "deliver",
     "deliver_sync",
+    "dispatch",
     "hand",
     "pump",
+    "reads_batches",
 ]
 
 _Coroutine = types.CoroutineType
@@ -281,6 +283,37 @@ class Hooks(Protocol):
 
 Dispatch = tuple["type[TextDelta] | None", "type[ReasoningDelta] | None", bool]
 """The delta kinds a loop routes without ``handle_event``, and whether lanes may open."""
+
+
+def dispatch(cls: type[Hooks], base: type[Hooks]) -> Dispatch:
+    """What the loops route without ``handle_event`` for pipes of class ``cls``.
+
+    ``base`` is the class whose hooks are the defaults. A subclass that overrides
+    ``handle_event`` sees every event; one that overrides a delta hook sees every delta of its
+    kind through it, so no lane opens for it.
+    """
+    if cls.handle_event is not base.handle_event:
+        return None, None, False
+    lanes = (
+        cls.emit_text is base.emit_text and cls.emit_reasoning_chunk is base.emit_reasoning_chunk
+    )
+    return TextDelta, ReasoningDelta, lanes
+
+
+def reads_batches(cls: type, base: type) -> bool:
+    """Whether :func:`apump` reads ``aiter_event_batches`` of pipes of class ``cls``.
+
+    It does when the most derived definition of the two async sources below ``base`` is the
+    batched one, so a subclass that overrides only ``aiter_events`` is read through it.
+    """
+    for klass in cls.__mro__:
+        if klass is base:
+            return False
+        if "aiter_event_batches" in vars(klass):
+            return True
+        if "aiter_events" in vars(klass):
+            return False
+    return False
 
 
 def pump(pipe: Hooks, channel: Channel, source: Iterable[Event], dispatch: Dispatch) -> None:

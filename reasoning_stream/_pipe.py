@@ -17,9 +17,7 @@ and handles them one by one, each delivered before the next. The retry policy is
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Self, TypeAlias
 
@@ -34,8 +32,8 @@ from ._callbacks import (
     is_async_callable,
 )
 from ._capture import Capture, PipeResult, Status, Timings, status_for
-from ._channel import Channel
-from ._delivery import Dispatch, adeliver, apump, deliver_sync, pump
+from ._channel import Channel, claim, release
+from ._delivery import adeliver, apump, deliver_sync, dispatch, pump, reads_batches
 from ._events import (
     Event,
     Finish,
@@ -49,7 +47,7 @@ from ._events import (
 )
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
 from ._loops import warn_if_loop_running
-from ._retry import RetryPolicy
+from ._retry import RetryPolicy, announce, aretried, retried
 
 __all__ = [
     "Pipe",
@@ -57,39 +55,11 @@ __all__ = [
     "Prompt",
     "Status",
     "Timings",
-    "claim",
-    "release",
 ]
 
 Prompt: TypeAlias = "str | Sequence[Mapping[str, Any]]"
 
 logger = logging.getLogger("reasoning_stream.pipe")
-
-_CLAIMS = threading.Lock()
-
-
-def claim(pipes: Iterable[Pipe], channel: Channel, *, what: str) -> None:
-    """Give ``channel`` to every pipe for one run, or refuse before touching any of them."""
-    pipes = tuple(pipes)
-    with _CLAIMS:
-        for pipe in pipes:
-            if pipe._run is not None:
-                raise UsageError(
-                    f"pipe {pipe.name!r} is already running, alone or in a Pipeline, so {what} "
-                    "cannot start; use one pipe instance per concurrent stream"
-                )
-        for pipe in pipes:
-            pipe._run = channel
-            pipe._channel = channel
-
-
-def release(pipes: Iterable[Pipe], channel: Channel) -> None:
-    """End a run's hold on its pipes; hooks called afterwards go to each pipe's idle channel."""
-    with _CLAIMS:
-        for pipe in pipes:
-            if pipe._run is channel:
-                pipe._run = None
-                pipe._channel = pipe._idle
 
 
 class Pipe:
@@ -171,23 +141,8 @@ class Pipe:
         return self
 
     def _retrying(self, attempt: int, delay: float, error: BaseException | None) -> None:
-        """Retry number ``attempt`` begins in ``delay`` s: log it, tell the run's observers.
-
-        ``error`` is ``None`` for an exhaustion retry. The line names the error's class and
-        status code, never its message or body.
-        """
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "%s: retry %d in %.3f s after %s (status %s)",
-                self.name,
-                attempt,
-                delay,
-                "reasoning exhausted" if error is None else type(error).__name__,
-                getattr(error, "status_code", None),
-            )
-        hooks = self._retry_hooks
-        if hooks:
-            _observers.retrying(hooks, attempt, delay, error)
+        """Retry number ``attempt`` begins in ``delay`` s (``error``: ``None`` for exhaustion)."""
+        announce(self.name, self._retry_hooks, attempt, delay, error)
 
     @property
     def stream_model_reasoning(self) -> bool:
@@ -509,37 +464,15 @@ class Pipe:
         return await _observers.aobserved(self, prompt, lambda: self._aattempts(channel, prompt))
 
     def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
-        """The first attempt and the retries it may earn."""
+        """The first attempt and the retries it may earn (:mod:`._retry`)."""
         self._check_sync_callbacks()
-        attempt = 0
-        while True:
-            channel.handed = False
-            try:
-                return self._attempt(channel, prompt)
-            except ProviderError as error:
-                delay = self._retry.delay(error, attempt, channel.handed)
-                if delay is None:
-                    raise
-                failure: ProviderError = error
-            attempt += 1
-            self._retrying(attempt, delay, failure)
-            time.sleep(delay)
+        return retried(self._retry, channel, lambda: self._attempt(channel, prompt), self._retrying)
 
     async def _aattempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
         """Async twin of :meth:`_attempts`."""
-        attempt = 0
-        while True:
-            channel.handed = False
-            try:
-                return await self._aattempt(channel, prompt)
-            except ProviderError as error:
-                delay = self._retry.delay(error, attempt, channel.handed)
-                if delay is None:
-                    raise
-                failure: ProviderError = error
-            attempt += 1
-            self._retrying(attempt, delay, failure)
-            await anyio.sleep(delay)
+        return await aretried(
+            self._retry, channel, lambda: self._aattempt(channel, prompt), self._retrying
+        )
 
     def _attempt(self, channel: Channel, prompt: Prompt) -> PipeResult:
         """One request: the source's events through :func:`~._delivery.pump`, then the result."""
@@ -551,7 +484,7 @@ class Pipe:
         try:
             source = self.iter_events(prompt)
             try:
-                pump(self, channel, source, _dispatch(type(self)))
+                pump(self, channel, source, dispatch(type(self), Pipe))
             finally:
                 close = getattr(source, "close", None)
                 if close is not None:
@@ -574,12 +507,12 @@ class Pipe:
         on_error = self.on_callback_error
         channel.close_lanes()
         try:
-            batched = _reads_batches(type(self))
+            batched = reads_batches(type(self), Pipe)
             source: AsyncIterator[Any] = (
                 self.aiter_event_batches(prompt) if batched else self.aiter_events(prompt)
             )
             try:
-                await apump(self, channel, source, _dispatch(type(self)), batched=batched)
+                await apump(self, channel, source, dispatch(type(self), Pipe), batched=batched)
             finally:
                 aclose = getattr(source, "aclose", None)
                 if aclose is not None:
@@ -649,36 +582,6 @@ class Pipe:
             if raised is not None and raised is not error:
                 self.redact_secrets(raised)
         return raised
-
-
-def _reads_batches(cls: type[Pipe]) -> bool:
-    """Whether ``arun()`` reads :meth:`Pipe.aiter_event_batches` of pipes of class ``cls``.
-
-    It does when the most derived definition of the two async sources is the batched one, so a
-    subclass that overrides only ``aiter_events`` is read through it.
-    """
-    for klass in cls.__mro__:
-        if klass is Pipe:
-            return False
-        if "aiter_event_batches" in vars(klass):
-            return True
-        if "aiter_events" in vars(klass):
-            return False
-    return False
-
-
-def _dispatch(cls: type[Pipe]) -> Dispatch:
-    """The delta kinds the drivers route without ``handle_event``, and whether lanes are allowed.
-
-    A subclass that overrides ``handle_event`` sees every event; one that overrides a delta hook
-    sees every delta of its kind through it.
-    """
-    if cls.handle_event is not Pipe.handle_event:
-        return None, None, False
-    lanes = (
-        cls.emit_text is Pipe.emit_text and cls.emit_reasoning_chunk is Pipe.emit_reasoning_chunk
-    )
-    return TextDelta, ReasoningDelta, lanes
 
 
 def _checked(delta: object, what: str) -> str:

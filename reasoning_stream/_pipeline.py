@@ -10,11 +10,11 @@ import anyio
 
 from . import _observers
 from ._callbacks import EventCallback, StreamingCallback
-from ._channel import Channel
+from ._channel import Channel, claim, release
 from ._delivery import adeliver, deliver_sync
 from ._exceptions import ReasoningStreamError, UsageError
 from ._loops import warn_if_loop_running
-from ._pipe import Pipe, PipeResult, Prompt, Status, claim, release
+from ._pipe import Pipe, PipeResult, Prompt, Status
 
 __all__ = ["Pipeline", "PipelineResult"]
 

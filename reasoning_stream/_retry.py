@@ -14,11 +14,24 @@ True
 
 from __future__ import annotations
 
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
+import anyio
+
+from . import _observers
+from ._channel import Channel
 from ._exceptions import MalformedStreamError, ProviderError
 
-__all__ = ["RETRY_STATUSES", "RetryPolicy"]
+__all__ = ["RETRY_STATUSES", "RetryPolicy", "announce", "aretried", "retried"]
+
+logger = logging.getLogger("reasoning_stream.pipe")
+
+_Result = TypeVar("_Result")
 
 RETRY_STATUSES = frozenset({408, 409, 429, 529})
 """HTTP statuses retried besides 5xx: timeout, conflict, rate limit, overloaded."""
@@ -56,3 +69,80 @@ class RetryPolicy:
         if error.retry_after is not None:
             return min(max(error.retry_after, 0.0), self.max_delay)
         return float(min(self.backoff * 2**attempt, self.max_delay))
+
+
+def retried(
+    policy: RetryPolicy,
+    channel: Channel,
+    attempt: Callable[[], _Result],
+    retrying: Callable[[int, float, BaseException | None], None],
+) -> _Result:
+    """``attempt()``, and again after each failure ``policy`` retries, told to ``retrying``.
+
+    ``channel.handed`` says whether the attempt delivered anything (then a failure is final).
+    """
+    for number in itertools.count():
+        channel.handed = False
+        try:
+            return attempt()
+        except ProviderError as error:
+            delay = _retry_or_raise(policy, channel, error, number, retrying)
+        time.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def aretried(
+    policy: RetryPolicy,
+    channel: Channel,
+    attempt: Callable[[], Awaitable[_Result]],
+    retrying: Callable[[int, float, BaseException | None], None],
+) -> _Result:
+    """Async twin of :func:`retried`: the same decisions, an ``anyio.sleep`` between."""
+    for number in itertools.count():
+        channel.handed = False
+        try:
+            return await attempt()
+        except ProviderError as error:
+            delay = _retry_or_raise(policy, channel, error, number, retrying)
+        await anyio.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _retry_or_raise(
+    policy: RetryPolicy,
+    channel: Channel,
+    error: ProviderError,
+    number: int,
+    retrying: Callable[[int, float, BaseException | None], None],
+) -> float:
+    """The wait before retry ``number + 1``, announced; or ``error`` raised again: it is final."""
+    delay = policy.delay(error, number, channel.handed)
+    if delay is None:
+        raise error
+    retrying(number + 1, delay, error)
+    return delay
+
+
+def announce(
+    name: str,
+    hooks: tuple[_observers.RetryHook, ...] | None,
+    attempt: int,
+    delay: float,
+    error: BaseException | None,
+) -> None:
+    """Retry number ``attempt`` of pipe ``name`` begins in ``delay`` s: log it, tell ``hooks``.
+
+    ``error`` is ``None`` for an exhaustion retry. The line names the error's class and
+    status code, never its message or body.
+    """
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "%s: retry %d in %.3f s after %s (status %s)",
+            name,
+            attempt,
+            delay,
+            "reasoning exhausted" if error is None else type(error).__name__,
+            getattr(error, "status_code", None),
+        )
+    if hooks:
+        _observers.retrying(hooks, attempt, delay, error)
