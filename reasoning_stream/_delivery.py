@@ -58,6 +58,7 @@ __all__ = [
     "hand",
     "pump",
     "reads_batches",
+    "resume",
 ]
 
 _Coroutine = types.CoroutineType
@@ -195,19 +196,18 @@ def hand(
     channel: Channel,
     callback: Callable[[Any], object],
     delta: str,
+    typed: Event | None,
     events: tuple[EventCallback, ...],
-    kind: Callable[..., Event],
-    source: str,
     on_error: CallbackErrorHandler | None,
     _coroutine: type = _Coroutine,
 ) -> Awaitable[Any] | None:
-    """A lane's delta to its one ``callback``, then ``kind(delta, source=source)`` to ``events[0]``.
+    """A lane's ``delta`` to its one ``callback``, then ``typed`` (if any) to ``events[0]``.
 
     The non-blocking hand-off: what :func:`deliver` does with the bare chunk and the typed delta
     the hook would have queued (the lane is open for one streaming and at most one event
     callback, so nobody else is waiting for either). It stops at the first awaitable and returns
-    it, with the typed delta queued in the outbox if it was not handed yet; the same happens
-    when the first hand-over is interrupted, so the closing delivery gives it. A hook that a
+    it, with ``typed`` first in line in the outbox if it was not handed yet; so it is, too, when
+    the first hand-over is interrupted, and the closing delivery gives it. A hook that a
     callback calls only queues (``channel.delivering``), as during :func:`deliver_sync`.
     """
     channel.delivering = True
@@ -218,53 +218,83 @@ def hand(
             report_callback_error(on_error, error, delta)
             result = None
     except BaseException:
-        if events:
-            channel.outbox.append((kind(delta, source=source), events))
+        if typed is not None:
+            channel.outbox.append((typed, events))
         raise
     finally:
         channel.delivering = False
     if result is not None and (type(result) is _coroutine or inspect.isawaitable(result)):
-        if events:
-            channel.outbox.append((kind(delta, source=source), events))
+        if typed is not None:
+            channel.outbox.append((typed, events))
         channel.awaiting = delta
         return result  # type: ignore[return-value]
-    if not events:
+    if typed is None:
         return None
-    typed = kind(delta, source=source)
-    channel.delivering = True
-    try:
-        result = events[0](typed)
-    except Exception as error:
-        report_callback_error(on_error, error, typed)
-        result = None
-    finally:
-        channel.delivering = False
-    if result is not None and (type(result) is _coroutine or inspect.isawaitable(result)):
-        channel.awaiting = typed
-        return result
-    return None
+    return _hand_one(channel, events[0], typed, on_error)
 
 
 async def ahand(
     channel: Channel,
     callback: Callable[[Any], object],
     delta: str,
+    typed: Event | None,
     events: tuple[EventCallback, ...],
-    kind: Callable[..., Event],
-    source: str,
     on_error: CallbackErrorHandler | None,
 ) -> None:
-    """Async twin of :func:`hand`: awaits the awaitable that :func:`hand` stops at.
+    """Async twin of :func:`hand`: awaits where :func:`hand` stops, then goes on as it would.
 
-    What is left queued (the typed delta behind an async streaming callback) goes out with the
-    caller's next delivery of the outbox.
+    Entries that callbacks queued meanwhile stay in the outbox for the caller's next delivery.
+    A hot loop calls :func:`hand` and, only when it returned an awaitable, :func:`resume`.
     """
-    pending = hand(channel, callback, delta, events, kind, source, on_error)
+    pending = hand(channel, callback, delta, typed, events, on_error)
     if pending is not None:
+        await resume(channel, pending, typed, events, on_error)
+
+
+async def resume(
+    channel: Channel,
+    pending: Awaitable[Any],
+    typed: Event | None,
+    events: tuple[EventCallback, ...],
+    on_error: CallbackErrorHandler | None,
+) -> None:
+    """The waiting half of :func:`ahand`: await ``pending``, then hand ``typed`` if it waits."""
+    while True:
         try:
             await pending
         except Exception as error:
             report_callback_error(on_error, error, channel.awaiting)
+        outbox = channel.outbox
+        if typed is None or not outbox or outbox[0][0] is not typed:
+            return
+        # The typed delta that hand() left first in line, to its one event callback.
+        outbox.popleft()
+        next_pending = _hand_one(channel, events[0], typed, on_error)
+        if next_pending is None:
+            return
+        pending = next_pending
+
+
+def _hand_one(
+    channel: Channel,
+    callback: Callable[[Any], object],
+    payload: str | Event,
+    on_error: CallbackErrorHandler | None,
+    _coroutine: type = _Coroutine,
+) -> Awaitable[Any] | None:
+    """``payload`` to its one ``callback``, as :func:`deliver` hands an entry with one target."""
+    channel.delivering = True
+    try:
+        result = callback(payload)
+    except Exception as error:
+        report_callback_error(on_error, error, payload)
+        result = None
+    finally:
+        channel.delivering = False
+    if result is not None and (type(result) is _coroutine or inspect.isawaitable(result)):
+        channel.awaiting = payload
+        return result  # type: ignore[return-value]
+    return None
 
 
 class Hooks(Protocol):
@@ -316,13 +346,13 @@ def reads_batches(cls: type, base: type) -> bool:
     return False
 
 
-def pump(pipe: Hooks, channel: Channel, source: Iterable[Event], dispatch: Dispatch) -> None:
+def pump(pipe: Hooks, channel: Channel, source: Iterable[Event], kinds: Dispatch) -> None:
     """The sync driver's loop: each event through the hooks, or a plain delta down its lane.
 
     A hook delivers what it queued itself; after anything but a lane's delta, the lane's
     targets are looked up again (the callbacks may have changed).
     """
-    text_kind, reasoning_kind, lanes = dispatch
+    text_kind, reasoning_kind, lanes = kinds
     on_error, name, capture = pipe.on_callback_error, pipe.name, pipe._capture
     handle, text, reasoning = pipe.handle_event, pipe.emit_text, pipe.emit_reasoning_chunk
     texts, outbox = capture.text, channel.outbox
@@ -355,9 +385,11 @@ def pump(pipe: Hooks, channel: Channel, source: Iterable[Event], dispatch: Dispa
             delta = None
         if delta is not None:
             if events:
-                pending = hand(channel, audience[0], delta, events, kind, name, on_error)
+                typed = (TextDelta if kind is TextDelta else ReasoningDelta)(delta, source=name)
+                pending = hand(channel, audience[0], delta, typed, events, on_error)
             else:
-                # hand() without an event callback, inlined: the hot loop saves the call.
+                # _hand_one() inlined for a lane without an event callback: the hot loop saves
+                # the call.
                 channel.delivering = True
                 try:
                     pending = audience[0](delta)
@@ -380,7 +412,7 @@ async def apump(
     pipe: Hooks,
     channel: Channel,
     source: AsyncIterable[Any],
-    dispatch: Dispatch,
+    kinds: Dispatch,
     *,
     batched: bool,
 ) -> None:
@@ -389,7 +421,7 @@ async def apump(
     The hooks only queue here (the channel is deferred): this loop delivers, each event's
     entries before the next event is handled.
     """
-    text_kind, reasoning_kind, lanes = dispatch
+    text_kind, reasoning_kind, lanes = kinds
     on_error, name, capture = pipe.on_callback_error, pipe.name, pipe._capture
     handle, text, reasoning = pipe.handle_event, pipe.emit_text, pipe.emit_reasoning_chunk
     texts_append, outbox = capture.text.append, channel.outbox
@@ -435,7 +467,11 @@ async def apump(
                     except Exception as error:
                         report_callback_error(on_error, error, delta)
                 elif events:
-                    await ahand(channel, callback, delta, events, kind, name, on_error)
+                    # ahand(), without a coroutine when nothing needs awaiting.
+                    typed = (TextDelta if kind is TextDelta else ReasoningDelta)(delta, source=name)
+                    pending = hand(channel, callback, delta, typed, events, on_error)
+                    if pending is not None:
+                        await resume(channel, pending, typed, events, on_error)
                 else:
                     try:
                         result = callback(delta)

@@ -71,9 +71,9 @@ def entries(channel: Channel) -> list[Any]:
 Scene = tuple[Channel, Callable[[Any], Any], tuple[Any, ...], Any, list[Any]]
 
 
-def scene(streaming: str, typed: str | None, on_error: str) -> Scene:
+def scene(streaming: str, listening: str | None, on_error: str) -> Scene:
     log: list[Any] = []
-    events = () if typed is None else (callback("event", typed, log),)
+    events = () if listening is None else (callback("event", listening, log),)
     return Channel(), callback("stream", streaming, log), events, handler(on_error, log), log
 
 
@@ -97,21 +97,22 @@ def outcome(run: Callable[[], object], channel: Channel, log: list[Any]) -> tupl
 @settings(max_examples=200, deadline=None)
 @given(
     streaming=st.sampled_from(BEHAVIOURS),
-    typed=st.one_of(st.none(), st.sampled_from(BEHAVIOURS)),
+    listening=st.one_of(st.none(), st.sampled_from(BEHAVIOURS)),
     on_error=st.sampled_from(HANDLERS),
     kind=st.sampled_from([TextDelta, ReasoningDelta]),
 )
 def test_hand_is_deliver_of_the_entries_it_did_not_build(
-    streaming: str, typed: str | None, on_error: str, kind: type
+    streaming: str, listening: str | None, on_error: str, kind: type
 ) -> None:
     """Stopping at the first awaitable, as the sync driver sees it."""
-    channel, call, events, errors, log = scene(streaming, typed, on_error)
-    fast = outcome(lambda: hand(channel, call, "d", events, kind, "p", errors), channel, log)
+    channel, call, events, errors, log = scene(streaming, listening, on_error)
+    typed = kind("d", source="p") if events else None
+    fast = outcome(lambda: hand(channel, call, "d", typed, events, errors), channel, log)
 
-    channel, call, events, errors, log = scene(streaming, typed, on_error)
+    channel, call, events, errors, log = scene(streaming, listening, on_error)
     channel.outbox.append(("d", (call,)))
     if events:
-        channel.outbox.append((kind("d", source="p"), events))
+        channel.outbox.append((typed, events))
     general = outcome(lambda: deliver(channel, errors), channel, log)
     assert fast == general
 
@@ -120,24 +121,25 @@ def test_hand_is_deliver_of_the_entries_it_did_not_build(
 @settings(max_examples=100, deadline=None)
 @given(
     streaming=st.sampled_from(BEHAVIOURS),
-    typed=st.one_of(st.none(), st.sampled_from(BEHAVIOURS)),
+    listening=st.one_of(st.none(), st.sampled_from(BEHAVIOURS)),
     on_error=st.sampled_from(HANDLERS),
 )
 def test_ahand_then_adeliver_is_adeliver_of_the_entries(
-    backend: str, streaming: str, typed: str | None, on_error: str
+    backend: str, streaming: str, listening: str | None, on_error: str
 ) -> None:
     """Awaited to the end, as the async driver does (what it leaves queued, it delivers next)."""
 
     def run(fast: bool) -> tuple[Any, ...]:
-        channel, call, events, errors, log = scene(streaming, typed, on_error)
+        channel, call, events, errors, log = scene(streaming, listening, on_error)
 
         async def main() -> None:
+            typed = TextDelta("d", source="p") if events else None
             if fast:
-                await ahand(channel, call, "d", events, TextDelta, "p", errors)
+                await ahand(channel, call, "d", typed, events, errors)
             else:
                 channel.outbox.append(("d", (call,)))
                 if events:
-                    channel.outbox.append((TextDelta("d", source="p"), events))
+                    channel.outbox.append((typed, events))
             await adeliver(channel, errors)
 
         return outcome(lambda: anyio.run(main, backend=backend), channel, log)
