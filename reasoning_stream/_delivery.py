@@ -11,10 +11,13 @@ the channel says a lone callback's stream is settled (:meth:`Channel.lane
 <._channel.Channel.lane>`), a delta without ``<`` would come out of the channel unchanged, for
 that callback alone (and its typed delta for at most one event callback). :func:`hand` gives
 them over without building the outbox entries, exactly as :func:`deliver` would give the
-entries the hook would have queued; :func:`ahand` is its async twin, which awaits what
-:func:`hand` returns. :func:`pump` and :func:`apump` are the drivers' loops over a source's
-events, so the hot loop calls into this module instead of restating it. A law
-(``tests/test_lanes.py``) compares every lane run with the same run kept on the general path.
+entries the hook would have queued, stopping at the first awaitable; :func:`ahand`, its async
+twin, awaits there (:func:`resume`) and goes on as :func:`hand` would. :func:`pump` and
+:func:`apump` are the drivers' loops over a source's events: they live here so that the hot
+loop calls into this module instead of restating it, and where no event callback listens they
+hand a delta over inline, saving the call. Laws compare the two paths on every input:
+``tests/test_delivery.py`` (one hand-off against :func:`deliver`) and ``tests/test_lanes.py``
+(every lane run against the same run kept on the general path).
 
 An entry leaves the outbox before its callbacks run. When one of them interrupts the delivery (an
 error handler that raises, ``KeyboardInterrupt``, a cancellation while awaiting) or returns an
