@@ -1,17 +1,11 @@
-"""``Pipe``: callbacks, the hooks, retries, and the two short run drivers.
+"""``Pipe``: callbacks, the hooks, and the two short run drivers.
 
 Provider pipes only translate their SDK's chunks into events (``iter_events`` and
 ``aiter_events``). The hooks hand each delta to the capture (:mod:`._capture`) and to the
-channel (:mod:`._channel`), which alone decides markers, escaping and the reasoning gate; the
-drivers empty the channel's outbox with the one delivery algorithm (:mod:`._delivery`). A run owns
-its channel for its lifetime: a pipe refuses a second run, concurrent or re-entrant, before
-anything is touched.
-
-The drivers' loops, and their one shortcut (the channel's *lane*: a plain delta handed to a
-lone callback without building an outbox entry), live in :mod:`._delivery` beside the delivery
-they shorten. ``arun()`` reads a source's events in batches (:meth:`Pipe.aiter_event_batches`)
-and handles them one by one, each delivered before the next. The retry policy is
-:mod:`._retry`; the warning for a sync run inside an event loop comes from :mod:`._loops`.
+channel (:mod:`._channel`), which alone decides markers, escaping and the reasoning gate. The
+drivers' loops, the delivery that empties the outbox and its one shortcut (the *lane*) are
+:mod:`._delivery`; retries are :mod:`._retry`. A run owns its channel for its lifetime: a pipe
+refuses a second run, concurrent or re-entrant, before anything is touched.
 """
 
 from __future__ import annotations
