@@ -26,16 +26,18 @@ therefore never shows anyone a forged tag, whoever sees which part.
 from __future__ import annotations
 
 import copy
+import threading
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from types import BuiltinMethodType, MethodType
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from ._events import Event, ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
+from ._exceptions import UsageError
 from ._stream import ReasoningStream
 from ._tags import Escaper
 
-__all__ = ["Channel", "Entry", "Targets"]
+__all__ = ["Channel", "Entry", "Holder", "Targets", "claim", "release"]
 
 Targets: TypeAlias = tuple[Callable[[Any], Any], ...]
 """The callbacks an outbox entry goes to, in delivery order."""
@@ -304,3 +306,44 @@ class Channel:
             pinned = [(entry, targets) if type(entry) is str else entry for entry in outbox]
             outbox.clear()
             outbox.extend(pinned)
+
+
+# ------------------------------------------------------------------------------- ownership
+
+
+class Holder(Protocol):
+    """A pipe, as a run's claim on it sees it: its hooks write to ``_channel``."""
+
+    name: str
+    _run: Channel | None
+    """The channel of the run holding the pipe, if one does."""
+    _channel: Channel
+    _idle: Channel
+    """Where hooks called outside any run write."""
+
+
+_CLAIMS = threading.Lock()
+
+
+def claim(pipes: Iterable[Holder], channel: Channel, *, what: str) -> None:
+    """Give ``channel`` to every pipe for one run, or refuse before touching any of them."""
+    pipes = tuple(pipes)
+    with _CLAIMS:
+        for pipe in pipes:
+            if pipe._run is not None:
+                raise UsageError(
+                    f"pipe {pipe.name!r} is already running, alone or in a Pipeline, so {what} "
+                    "cannot start; use one pipe instance per concurrent stream"
+                )
+        for pipe in pipes:
+            pipe._run = channel
+            pipe._channel = channel
+
+
+def release(pipes: Iterable[Holder], channel: Channel) -> None:
+    """End a run's hold on its pipes; hooks called afterwards go to each pipe's idle channel."""
+    with _CLAIMS:
+        for pipe in pipes:
+            if pipe._run is channel:
+                pipe._run = None
+                pipe._channel = pipe._idle

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._pipe import PipeResult
+    from ._capture import PipeResult
 
 __all__ = [
     "CallbackError",

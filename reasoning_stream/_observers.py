@@ -14,6 +14,9 @@ run, if any. A scope may also have ``retrying(attempt, delay, error)`` (see
 up once per run, so a scope without it keeps working. Observers never break a run: what they
 raise is logged and dropped.
 
+This module sits below the pipe and the pipeline and imports neither: they hand themselves in
+as the runner (:class:`Runner` says what is used of them).
+
 The ``DEBUG`` lines of ``reasoning_stream.pipe`` and ``reasoning_stream.pipeline`` (a run's start
 and end) come from a scope of this module, added only while that logger is enabled for ``DEBUG``.
 """
@@ -22,17 +25,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar
-
-if TYPE_CHECKING:
-    from ._pipe import Pipe, PipeResult, Prompt
-    from ._pipeline import Pipeline, PipelineResult
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "RetryHook",
     "RetryingScope",
     "RunObserver",
     "RunScope",
+    "Runner",
     "add_run_observer",
     "aobserved",
     "finish",
@@ -48,10 +48,11 @@ logger = logging.getLogger("reasoning_stream.observers")
 class RunScope(Protocol):
     """What an observer keeps for one run; told once how the run ended."""
 
-    def run_finished(
-        self, result: PipeResult | PipelineResult | None, error: BaseException | None
-    ) -> None:
-        """The run ended with ``result`` (and ``error`` when it raised)."""
+    def run_finished(self, result: Any, error: BaseException | None) -> None:
+        """The run ended with ``result`` (and ``error`` when it raised).
+
+        ``result``: the ``PipeResult`` or ``PipelineResult``, ``None`` when there was none.
+        """
 
 
 class RetryingScope(RunScope, Protocol):
@@ -70,11 +71,25 @@ RetryHook = Callable[[int, float, "BaseException | None"], None]
 """A scope's bound ``retrying`` method."""
 
 
+class Runner(Protocol):
+    """What this module needs of a ``Pipe`` or ``Pipeline`` that hands itself in."""
+
+    _logger: logging.Logger
+    _retry_hooks: tuple[RetryHook, ...] | None
+
+    @property
+    def last_result(self) -> object:
+        """The result of the runner's latest run, or ``None``."""
+
+
 class RunObserver(Protocol):
     """Told of every run's start; returns a scope for it, or ``None`` to skip the run."""
 
-    def run_started(self, runner: Pipe | Pipeline, prompt: Prompt) -> RunScope | None:
-        """A run of ``runner`` on ``prompt`` begins on the current task or thread."""
+    def run_started(self, runner: Any, prompt: Any) -> RunScope | None:
+        """A run of ``runner`` (a ``Pipe`` or ``Pipeline``) on ``prompt`` begins on this task.
+
+        Typed loosely: an observer may take the ``Pipe | Pipeline`` it knows the runner is.
+        """
 
 
 _observers: tuple[RunObserver, ...] = ()
@@ -93,7 +108,7 @@ def remove_run_observer(observer: RunObserver) -> None:
     _observers = tuple(existing for existing in _observers if existing is not observer)
 
 
-def start(runner: Pipe | Pipeline, prompt: Prompt) -> list[RunScope] | None:
+def start(runner: Runner, prompt: object) -> list[RunScope] | None:
     """Tell every observer a run begins; ``None`` (and no work) when there are none.
 
     Sets ``runner._retry_hooks``: the ``retrying`` methods of the scopes that have one.
@@ -128,10 +143,10 @@ def retrying(
             logger.warning("run observer scope hook %r raised in retrying", hook, exc_info=True)
 
 
-_Result = TypeVar("_Result", bound="PipeResult | PipelineResult")
+_Result = TypeVar("_Result")
 
 
-def observed(runner: Pipe | Pipeline, prompt: Prompt, run: Callable[[], _Result]) -> _Result:
+def observed(runner: Runner, prompt: object, run: Callable[[], _Result]) -> _Result:
     """``run()`` between :func:`start` and :func:`finish`, on every exit path.
 
     The one observed-run wrapper of ``Pipe`` and ``Pipeline``: a run that raises reports the
@@ -150,7 +165,7 @@ def observed(runner: Pipe | Pipeline, prompt: Prompt, run: Callable[[], _Result]
 
 
 async def aobserved(
-    runner: Pipe | Pipeline, prompt: Prompt, run: Callable[[], Awaitable[_Result]]
+    runner: Runner, prompt: object, run: Callable[[], Awaitable[_Result]]
 ) -> _Result:
     """Async twin of :func:`observed`."""
     scopes = start(runner, prompt)
@@ -167,7 +182,7 @@ async def aobserved(
 
 def finish(
     scopes: list[RunScope] | None,
-    result: PipeResult | PipelineResult | None,
+    result: object,
     error: BaseException | None,
 ) -> None:
     """Tell each scope the run ended, innermost (last started) first."""
@@ -185,7 +200,7 @@ class _LogScope:
 
     __slots__ = ("runner",)
 
-    def __init__(self, runner: Pipe | Pipeline) -> None:
+    def __init__(self, runner: Runner) -> None:
         self.runner = runner
         log = runner._logger
         pipes = getattr(runner, "pipes", None)
@@ -197,9 +212,7 @@ class _LogScope:
         else:
             log.debug("run start: pipeline of %d: %s", len(pipes), [p.name for p in pipes])
 
-    def run_finished(
-        self, result: PipeResult | PipelineResult | None, error: BaseException | None
-    ) -> None:
+    def run_finished(self, result: object, error: BaseException | None) -> None:
         status = getattr(result, "status", None) if result is not None else None
         usage = getattr(result, "usage", None)
         failed = None if error is None else type(error).__name__

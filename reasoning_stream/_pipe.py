@@ -1,33 +1,19 @@
-"""``Pipe``: callbacks, the hooks, retries, and the two short run drivers.
+"""``Pipe``: callbacks, the hooks, and the two short run drivers.
 
 Provider pipes only translate their SDK's chunks into events (``iter_events`` and
 ``aiter_events``). The hooks hand each delta to the capture (:mod:`._capture`) and to the
-channel (:mod:`._channel`), which alone decides markers, escaping and the reasoning gate; the
-drivers empty the channel's outbox with the one delivery algorithm (:mod:`._delivery`). A run owns
-its channel for its lifetime: a pipe refuses a second run, concurrent or re-entrant, before
-anything is touched.
-
-The drivers take one shortcut, the channel's *lane*: while the channel says a lone callback's
-stream is settled (:meth:`Channel.lane <._channel.Channel.lane>`), a delta without ``<`` is
-captured and handed to that callback directly, exactly as the hook and the delivery would have
-done, without building an outbox entry. ``arun()`` reads a source's events in batches
-(:meth:`Pipe.aiter_event_batches`) and handles them one by one, each delivered before the next.
+channel (:mod:`._channel`), which alone decides markers, escaping and the reasoning gate. The
+drivers' loops, the delivery that empties the outbox and its one shortcut (the *lane*) are
+:mod:`._delivery`; retries are :mod:`._retry`. A run owns its channel for its lifetime: a pipe
+refuses a second run, concurrent or re-entrant, before anything is touched.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import logging
-import sys
-import threading
-import time
-import types
-import warnings
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Self, TypeAlias
+from typing import Any, ClassVar, Self, TypeAlias
 
 import anyio
 
@@ -38,12 +24,10 @@ from ._callbacks import (
     StreamingCallback,
     checked_callable,
     is_async_callable,
-    reject_awaitable,
-    report_callback_error,
 )
 from ._capture import Capture, PipeResult, Status, Timings, status_for
-from ._channel import Channel, Entry
-from ._delivery import adeliver, awaitable_name, deliver_sync
+from ._channel import Channel, claim, release
+from ._delivery import adeliver, apump, deliver_sync, dispatch, pump, reads_batches
 from ._events import (
     Event,
     Finish,
@@ -55,10 +39,9 @@ from ._events import (
     ToolCall,
     UsageReport,
 )
-from ._exceptions import MalformedStreamError, ProviderError, ReasoningStreamError, UsageError
-
-if TYPE_CHECKING:
-    from ._pipeline import Pipeline
+from ._exceptions import ProviderError, ReasoningStreamError, UsageError
+from ._loops import warn_if_loop_running
+from ._retry import RetryPolicy, announce, aretried, retried
 
 __all__ = [
     "Pipe",
@@ -66,42 +49,11 @@ __all__ = [
     "Prompt",
     "Status",
     "Timings",
-    "claim",
-    "release",
-    "running_event_loop",
-    "warn_if_loop_running",
 ]
 
 Prompt: TypeAlias = "str | Sequence[Mapping[str, Any]]"
 
 logger = logging.getLogger("reasoning_stream.pipe")
-
-_RETRY_STATUSES = frozenset({408, 409, 429, 529})
-_CLAIMS = threading.Lock()
-
-
-def claim(pipes: Iterable[Pipe], channel: Channel, *, what: str) -> None:
-    """Give ``channel`` to every pipe for one run, or refuse before touching any of them."""
-    pipes = tuple(pipes)
-    with _CLAIMS:
-        for pipe in pipes:
-            if pipe._run is not None:
-                raise UsageError(
-                    f"pipe {pipe.name!r} is already running, alone or in a Pipeline, so {what} "
-                    "cannot start; use one pipe instance per concurrent stream"
-                )
-        for pipe in pipes:
-            pipe._run = channel
-            pipe._channel = channel
-
-
-def release(pipes: Iterable[Pipe], channel: Channel) -> None:
-    """End a run's hold on its pipes; hooks called afterwards go to each pipe's idle channel."""
-    with _CLAIMS:
-        for pipe in pipes:
-            if pipe._run is channel:
-                pipe._run = None
-                pipe._channel = pipe._idle
 
 
 class Pipe:
@@ -136,6 +88,8 @@ class Pipe:
     """Seconds each async callback gets for a closing chunk after the run was cancelled."""
     _logger = logger
     _retry_hooks: tuple[_observers.RetryHook, ...] | None = None
+    _chain: ClassVar[Callable[..., Any]]
+    """What ``pipe | other`` builds: the Pipeline class, set by the module that defines it."""
 
     def __init__(
         self,
@@ -163,9 +117,7 @@ class Pipe:
         # The pipe whose run records what this one learns beside its events (see
         # _forward_records); None: this pipe's own run.
         self._records_to: Pipe | None = None
-        self._retries = 0
-        self._retry_backoff = 0.5
-        self._retry_max_delay = 8.0
+        self._retry = RetryPolicy()
         self._warned_loop = False
 
     # ----------------------------------------------------------------------- configuration
@@ -179,47 +131,12 @@ class Pipe:
         (connection refused or reset). The wait is the provider's ``Retry-After`` when it sent
         one, else ``backoff * 2**attempt``, both capped at ``max_delay`` seconds. Off by default.
         """
-        if attempts < 0 or backoff < 0 or max_delay < 0:
-            raise ValueError("attempts, backoff and max_delay must not be negative")
-        self._retries = attempts
-        self._retry_backoff = backoff
-        self._retry_max_delay = max_delay
+        self._retry = RetryPolicy(attempts, backoff, max_delay)
         return self
 
-    def _retry_delay(self, error: BaseException, attempt: int, delivered: bool) -> float | None:
-        """Seconds to wait before retrying after ``error``, or ``None`` when it is final."""
-        if attempt >= self._retries or delivered:
-            return None
-        if not isinstance(error, ProviderError) or isinstance(error, MalformedStreamError):
-            return None
-        status = error.status_code
-        if status is None:
-            if error.result is not None and (error.result.text or error.result.model_reasoning):
-                return None
-        elif status not in _RETRY_STATUSES and not 500 <= status < 600:
-            return None
-        if error.retry_after is not None:
-            return min(max(error.retry_after, 0.0), self._retry_max_delay)
-        return float(min(self._retry_backoff * 2**attempt, self._retry_max_delay))
-
     def _retrying(self, attempt: int, delay: float, error: BaseException | None) -> None:
-        """Retry number ``attempt`` begins in ``delay`` s: log it, tell the run's observers.
-
-        ``error`` is ``None`` for an exhaustion retry. The line names the error's class and
-        status code, never its message or body.
-        """
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "%s: retry %d in %.3f s after %s (status %s)",
-                self.name,
-                attempt,
-                delay,
-                "reasoning exhausted" if error is None else type(error).__name__,
-                getattr(error, "status_code", None),
-            )
-        hooks = self._retry_hooks
-        if hooks:
-            _observers.retrying(hooks, attempt, delay, error)
+        """Retry number ``attempt`` begins in ``delay`` s (``error``: ``None`` for exhaustion)."""
+        announce(self.name, self._retry_hooks, attempt, delay, error)
 
     @property
     def stream_model_reasoning(self) -> bool:
@@ -276,10 +193,12 @@ class Pipe:
         """The reasoning of the latest run (``""`` before any run or when there was none)."""
         return self.last_result.model_reasoning if self.last_result else ""
 
-    def __or__(self, other: Pipe | Pipeline) -> Pipeline:
-        from ._pipeline import Pipeline
+    def __or__(self, other: Any) -> Any:
+        """``self | other``: a :class:`~reasoning_stream.Pipeline` of this pipe and ``other``.
 
-        return Pipeline(self, other)
+        Typed loosely: the pipeline sits above the pipe and hands its class in (``_chain``).
+        """
+        return self._chain(self, other)
 
     # ------------------------------------------------------------------------------- hooks
 
@@ -539,40 +458,19 @@ class Pipe:
         return await _observers.aobserved(self, prompt, lambda: self._aattempts(channel, prompt))
 
     def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
-        """The first attempt and the retries it may earn."""
+        """The first attempt and the retries it may earn (:mod:`._retry`)."""
         self._check_sync_callbacks()
-        attempt = 0
-        while True:
-            channel.handed = False
-            try:
-                return self._attempt(channel, prompt)
-            except ProviderError as error:
-                delay = self._retry_delay(error, attempt, channel.handed)
-                if delay is None:
-                    raise
-                failure: ProviderError = error
-            attempt += 1
-            self._retrying(attempt, delay, failure)
-            time.sleep(delay)
+        return retried(self._retry, channel, lambda: self._attempt(channel, prompt), self._retrying)
 
     async def _aattempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
         """Async twin of :meth:`_attempts`."""
-        attempt = 0
-        while True:
-            channel.handed = False
-            try:
-                return await self._aattempt(channel, prompt)
-            except ProviderError as error:
-                delay = self._retry_delay(error, attempt, channel.handed)
-                if delay is None:
-                    raise
-                failure: ProviderError = error
-            attempt += 1
-            self._retrying(attempt, delay, failure)
-            await anyio.sleep(delay)
+        return await aretried(
+            self._retry, channel, lambda: self._aattempt(channel, prompt), self._retrying
+        )
 
     def _attempt(self, channel: Channel, prompt: Prompt) -> PipeResult:
-        self._capture = capture = Capture()
+        """One request: the source's events through :func:`~._delivery.pump`, then the result."""
+        self._capture = Capture()
         self.last_result = None
         on_error = self.on_callback_error
         # A retry starts from a fresh capture: no delta may take a lane opened before it.
@@ -580,79 +478,7 @@ class Pipe:
         try:
             source = self.iter_events(prompt)
             try:
-                handle = self.handle_event
-                text_kind, reasoning_kind, lanes = _dispatch(type(self))
-                text, reasoning = self.emit_text, self.emit_reasoning_chunk
-                texts, outbox = capture.text, channel.outbox
-                subs = self._callbacks if lanes else ()
-                evs, name = self._event_callbacks, self.name
-                for event in source:
-                    kind = type(event)
-                    # A delta on an open lane is what the hook would do, without the detour
-                    # (Channel.lane says when); any other event goes through the hooks, which
-                    # deliver it themselves, and the lane's targets are looked up again.
-                    if kind is text_kind:
-                        delta = event.text  # type: ignore[union-attr]
-                        if (
-                            channel.text_lane is subs
-                            and type(delta) is str
-                            and delta
-                            and "<" not in delta
-                        ):
-                            texts.append(delta)
-                        else:
-                            text(delta)
-                            delta = None
-                    elif kind is reasoning_kind:
-                        delta = event.text  # type: ignore[union-attr]
-                        if (
-                            channel.reasoning_lane is subs
-                            and type(delta) is str
-                            and delta
-                            and "<" not in delta
-                        ):
-                            capture.current.append(delta)  # type: ignore[union-attr]
-                        else:
-                            reasoning(delta)
-                            delta = None
-                    else:
-                        handle(event)
-                        delta = None
-                    if delta is None:
-                        subs = self._callbacks if lanes else ()
-                        evs = self._event_callbacks
-                        continue
-                    # What deliver_sync() does with the bare entry the hook would have queued
-                    # for the lane's one callback (then the typed delta for the one event
-                    # callback, if any): a hook they call only queues.
-                    if evs:
-                        typed = (TextDelta if kind is text_kind else ReasoningDelta)(
-                            delta, source=name
-                        )
-                        try:
-                            _hand(channel, subs[0], delta, on_error)
-                        except BaseException:
-                            # The typed delta waits for the closing delivery.
-                            outbox.append((typed, evs))
-                            raise
-                        _hand(channel, evs[0], typed, on_error)
-                    else:
-                        channel.delivering = True
-                        try:
-                            result = subs[0](delta)
-                        except Exception as error:
-                            report_callback_error(on_error, error, delta)
-                            result = None
-                        finally:
-                            channel.delivering = False
-                        if result is not None and inspect.isawaitable(result):
-                            reject_awaitable(result, awaitable_name(result))
-                    if outbox:
-                        # A callback emitted: the hooks re-decided the lanes, maybe for
-                        # callbacks that changed too.
-                        deliver_sync(channel, on_error, in_run=True)
-                        subs = self._callbacks if lanes else ()
-                        evs = self._event_callbacks
+                pump(self, channel, source, dispatch(type(self), Pipe))
             finally:
                 close = getattr(source, "close", None)
                 if close is not None:
@@ -669,101 +495,18 @@ class Pipe:
         return self.last_result
 
     async def _aattempt(self, channel: Channel, prompt: Prompt) -> PipeResult:
-        self._capture = capture = Capture()
+        """Async twin of :meth:`_attempt`, reading batches when the class provides them."""
+        self._capture = Capture()
         self.last_result = None
         on_error = self.on_callback_error
         channel.close_lanes()
         try:
-            batched = _reads_batches(type(self))
+            batched = reads_batches(type(self), Pipe)
             source: AsyncIterator[Any] = (
                 self.aiter_event_batches(prompt) if batched else self.aiter_events(prompt)
             )
             try:
-                handle = self.handle_event
-                text_kind, reasoning_kind, lanes = _dispatch(type(self))
-                text, reasoning = self.emit_text, self.emit_reasoning_chunk
-                texts, outbox = capture.text, channel.outbox
-                subs, solo, solo_async, plain, evs, typed_async = _lane_targets(self, lanes)
-                name = self.name
-                isawaitable = inspect.isawaitable
-                texts_append = texts.append
-                async for item in source:
-                    for event in item if batched else (item,):
-                        kind = type(event)
-                        # As in _attempt: a delta on an open lane skips the channel; any other
-                        # event goes through the hooks, which only queue here (the channel is
-                        # deferred): the driver delivers, and looks up the lane's targets again.
-                        if kind is text_kind:
-                            delta = event.text
-                            if (
-                                channel.text_lane is subs
-                                and type(delta) is str
-                                and delta
-                                and "<" not in delta
-                            ):
-                                texts_append(delta)
-                            else:
-                                text(delta)
-                                delta = None
-                        elif kind is reasoning_kind:
-                            delta = event.text
-                            if (
-                                channel.reasoning_lane is subs
-                                and type(delta) is str
-                                and delta
-                                and "<" not in delta
-                            ):
-                                capture.current.append(delta)  # type: ignore[union-attr]
-                            else:
-                                reasoning(delta)
-                                delta = None
-                        else:
-                            handle(event)
-                            delta = None
-                        if delta is None:
-                            if outbox:
-                                await adeliver(channel, on_error)
-                            subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
-                                self, lanes
-                            )
-                            continue
-                        # What deliver() and adeliver() do with the one bare entry the hook
-                        # would have queued for the lane's one callback (nobody else to requeue
-                        # it for), then with the typed delta for the one event callback, if
-                        # any. ``plain``: an async function's call, known to need awaiting,
-                        # and no event callback.
-                        if plain:
-                            try:
-                                await solo(delta)  # type: ignore[misc]
-                            except Exception as error:
-                                report_callback_error(on_error, error, delta)
-                        elif evs:
-                            await _ahand_pair(
-                                solo,
-                                solo_async,
-                                delta,
-                                (TextDelta if kind is text_kind else ReasoningDelta)(
-                                    delta, source=name
-                                ),
-                                evs,
-                                typed_async,
-                                on_error,
-                                outbox,
-                            )
-                        else:
-                            try:
-                                result = solo(delta)
-                                if result is not None and isawaitable(result):
-                                    await result
-                            except Exception as error:
-                                report_callback_error(on_error, error, delta)
-                        if outbox:
-                            # A callback emitted: the hooks re-decided the lanes, maybe for
-                            # callbacks that changed too.
-                            await adeliver(channel, on_error)
-                            subs, solo, solo_async, plain, evs, typed_async = _lane_targets(
-                                self, lanes
-                            )
+                await apump(self, channel, source, dispatch(type(self), Pipe), batched=batched)
             finally:
                 aclose = getattr(source, "aclose", None)
                 if aclose is not None:
@@ -833,170 +576,6 @@ class Pipe:
             if raised is not None and raised is not error:
                 self.redact_secrets(raised)
         return raised
-
-
-def running_event_loop() -> str | None:
-    """``"asyncio"`` or ``"trio"`` when this thread is running that event loop, else ``None``."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        return "asyncio"
-    trio = sys.modules.get("trio")  # never imported here: only a loaded trio can be running
-    if trio is not None:
-        try:
-            trio.lowlevel.current_task()
-        except RuntimeError:
-            pass
-        else:
-            return "trio"
-    return None
-
-
-def warn_if_loop_running(owner: object, method: str, async_method: str) -> bool:
-    """Warn that a sync ``method`` of ``owner`` would block the running event loop.
-
-    Returns whether it warned. The warning points at the caller's line.
-    """
-    loop = running_event_loop()
-    if loop is None:
-        return False
-    warnings.warn(
-        f"{type(owner).__name__}.{method}() was called inside a running {loop} event loop: "
-        f"it blocks the loop until the stream ends; `await` its {async_method}() there "
-        f"instead, or call {method}() from a worker thread",
-        RuntimeWarning,
-        stacklevel=3,
-    )
-    return True
-
-
-def _reads_batches(cls: type[Pipe]) -> bool:
-    """Whether ``arun()`` reads :meth:`Pipe.aiter_event_batches` of pipes of class ``cls``.
-
-    It does when the most derived definition of the two async sources is the batched one, so a
-    subclass that overrides only ``aiter_events`` is read through it.
-    """
-    for klass in cls.__mro__:
-        if klass is Pipe:
-            return False
-        if "aiter_event_batches" in vars(klass):
-            return True
-        if "aiter_events" in vars(klass):
-            return False
-    return False
-
-
-def _dispatch(cls: type[Pipe]) -> tuple[type | None, type | None, bool]:
-    """The delta kinds the drivers route without ``handle_event``, and whether lanes are allowed.
-
-    A subclass that overrides ``handle_event`` sees every event; one that overrides a delta hook
-    sees every delta of its kind through it.
-    """
-    if cls.handle_event is not Pipe.handle_event:
-        return None, None, False
-    lanes = (
-        cls.emit_text is Pipe.emit_text and cls.emit_reasoning_chunk is Pipe.emit_reasoning_chunk
-    )
-    return TextDelta, ReasoningDelta, lanes
-
-
-def _returns_coroutine(callback: Callable[[Any], object]) -> bool:
-    """Whether every call of ``callback`` returns a coroutine: ``async def`` functions, methods."""
-    function = callback.__func__ if type(callback) is types.MethodType else callback
-    return type(function) is types.FunctionType and bool(
-        function.__code__.co_flags & inspect.CO_COROUTINE
-    )
-
-
-def _lane_targets(
-    pipe: Pipe, lanes: bool
-) -> tuple[
-    tuple[StreamingCallback, ...],
-    Callable[[str], object],
-    bool,
-    bool,
-    tuple[EventCallback, ...],
-    bool,
-]:
-    """What arun's lane hands a delta to, looked up again after anything else happened.
-
-    The audience a lane must be open for (the pipe's callbacks, or none when lanes are off),
-    its first callback, whether that one is an async function, whether it is with no event
-    callback beside it (the plain case), the event callbacks, and whether the first is async.
-    """
-    subs: tuple[StreamingCallback, ...] = pipe._callbacks if lanes else ()
-    solo: Callable[[str], object] = subs[0] if subs else _no_callback
-    solo_async = _returns_coroutine(solo)
-    events = pipe._event_callbacks
-    typed_async = bool(events) and _returns_coroutine(events[0])
-    return subs, solo, solo_async, solo_async and not events, events, typed_async
-
-
-def _hand(
-    channel: Channel,
-    callback: Callable[[Any], object],
-    item: Any,
-    on_error: CallbackErrorHandler | None,
-) -> None:
-    """A lane's item to one sync-driven callback, as deliver_sync() would hand it."""
-    channel.delivering = True
-    try:
-        result = callback(item)
-    except Exception as error:
-        report_callback_error(on_error, error, item)
-        result = None
-    finally:
-        channel.delivering = False
-    if result is not None and inspect.isawaitable(result):
-        reject_awaitable(result, awaitable_name(result))
-
-
-async def _ahand_pair(
-    solo: Callable[[str], object],
-    solo_async: bool,
-    delta: str,
-    typed: Event,
-    events: tuple[EventCallback, ...],
-    typed_async: bool,
-    on_error: CallbackErrorHandler | None,
-    outbox: deque[Entry],
-) -> None:
-    """A lane's delta to its streaming callback, then its typed delta to the one event callback.
-
-    As deliver() and adeliver() would hand them over; when the first hand-over is interrupted
-    (cancelled, or a raising error handler), the typed delta waits in the outbox for the closing
-    delivery.
-    """
-    try:
-        try:
-            if solo_async:
-                await solo(delta)  # type: ignore[misc]
-            else:
-                result = solo(delta)
-                if result is not None and inspect.isawaitable(result):
-                    await result
-        except Exception as error:
-            report_callback_error(on_error, error, delta)
-    except BaseException:
-        outbox.append((typed, events))
-        raise
-    callback = events[0]
-    try:
-        if typed_async:
-            await callback(typed)  # type: ignore[misc]
-        else:
-            result = callback(typed)
-            if result is not None and inspect.isawaitable(result):
-                await result
-    except Exception as error:
-        report_callback_error(on_error, error, typed)
-
-
-def _no_callback(chunk: str) -> None:
-    """Stands for the lane's callback while no lane can open (no callback, or lanes off)."""
-    raise AssertionError("a lane opened for an audience without a callback")
 
 
 def _checked(delta: object, what: str) -> str:

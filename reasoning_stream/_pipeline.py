@@ -10,10 +10,11 @@ import anyio
 
 from . import _observers
 from ._callbacks import EventCallback, StreamingCallback
-from ._channel import Channel
+from ._channel import Channel, claim, release
 from ._delivery import adeliver, deliver_sync
 from ._exceptions import ReasoningStreamError, UsageError
-from ._pipe import Pipe, PipeResult, Prompt, Status, claim, release, warn_if_loop_running
+from ._loops import warn_if_loop_running
+from ._pipe import Pipe, PipeResult, Prompt, Status
 
 __all__ = ["Pipeline", "PipelineResult"]
 
@@ -175,3 +176,7 @@ class Pipeline:
         self.last_result = PipelineResult(tuple(results))
         if isinstance(error, ReasoningStreamError):
             error.pipeline_result = self.last_result  # type: ignore[attr-defined]
+
+
+# ``pipe | other`` builds a Pipeline: the pipe module sits below this one and imports nothing of it.
+Pipe._chain = Pipeline

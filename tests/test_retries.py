@@ -72,7 +72,7 @@ def test_client_errors_are_not_retried() -> None:
 
 def test_the_wait_follows_retry_after_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     waits: list[float] = []
-    monkeypatch.setattr("reasoning_stream._pipe.time.sleep", waits.append)
+    monkeypatch.setattr("reasoning_stream._retry.time.sleep", waits.append)
     pipe = flaky(rate_limited(30.0), rate_limited(None), then=[TextDelta("ok")])
     pipe.set_retries(2, backoff=0.25, max_delay=5.0).run("p")
     assert waits == [5.0, 0.5]
