@@ -76,3 +76,11 @@ def test_each_provider_page_shows_its_effort_rows(provider: str) -> None:
 def test_every_effort_marker_of_the_site_renders() -> None:
     for page in PAGES:
         _hooks().render(page.read_text(encoding="utf-8"))  # a marker naming no rows raises
+
+
+def test_the_front_pages_share_the_quick_start() -> None:
+    def quick_start(path: Path) -> str:
+        text = path.read_text(encoding="utf-8")
+        return text.split("## Quick start", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+
+    assert quick_start(DOCS / "index.md") == quick_start(ROOT / "README.md")
