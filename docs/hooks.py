@@ -9,13 +9,20 @@ The tests call ``render`` on every page, so a marker naming no provider rows fai
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 from typing import Any
 
+# The package of this checkout, as mkdocstrings reads it (its `paths`), even when another copy
+# is installed.
+ROOT = str(Path(__file__).resolve().parents[1])
 MARKER = re.compile(r"<!-- effort-table(?::\s*(?P<provider>[\w-]+))? -->")
 
 
 def effort_rows(provider: str | None = None) -> str:
     """The effort table (all of it, or the header and one provider's rows), as Markdown."""
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
     from reasoning_stream import effort_table
 
     table = effort_table()
