@@ -84,3 +84,10 @@ def test_the_front_pages_share_the_quick_start() -> None:
         return text.split("## Quick start", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
 
     assert quick_start(DOCS / "index.md") == quick_start(ROOT / "README.md")
+
+
+def test_every_code_block_is_python_or_marked_as_not_code() -> None:
+    """A block is run (``python``) or says what else it is: shell commands, output, a layout."""
+    for page in [ROOT / "README.md", *PAGES]:
+        fences = re.findall(r"^```([^\n]*)\n.*?^```", page.read_text(encoding="utf-8"), re.S | re.M)
+        assert set(fences) <= {"python", "bash", "console", "text"}, (page, fences)
