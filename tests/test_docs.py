@@ -91,3 +91,14 @@ def test_every_code_block_is_python_or_marked_as_not_code() -> None:
     for page in [ROOT / "README.md", *PAGES]:
         fences = re.findall(r"^```([^\n]*)\n.*?^```", page.read_text(encoding="utf-8"), re.S | re.M)
         assert set(fences) <= {"python", "bash", "console", "text"}, (page, fences)
+
+
+def test_the_demo_picture_is_recorded_by_its_script(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("record_demo", DOCS / "record_demo.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    output = script.record(tmp_path / "demo.svg")
+    assert "What each pipe captured" in output and "lossless=True) equals" in output
+    assert "<svg" in (tmp_path / "demo.svg").read_text(encoding="utf-8")
+    assert (DOCS / "demo.svg").is_file()
