@@ -419,8 +419,8 @@ def test_a_connection_error_names_the_url_and_the_root(
     assert _root(provider).default in hint
 
 
-def test_the_readme_documents_every_base_url_shape() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+def test_the_docs_document_every_base_url_shape() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "docs/cli.md").read_text(encoding="utf-8")
     section = readme.split("## Base URLs", 1)[1].split("\n## ", 1)[0]
     for provider in PROVIDERS:
         root = _root(provider)
@@ -589,7 +589,7 @@ def test_wherever_the_reader_leaves_the_run_stops_quietly(
 
 def test_every_registered_provider_has_its_endpoint_facts() -> None:
     """A provider added to the registry needs its API root and ``--max-tokens`` option on its
-    ``ProviderSpec`` (and its row in the README's Base URLs table), and core names none."""
+    ``ProviderSpec`` (and its row in the Base URLs table of docs/cli.md), and core names none."""
     for name, spec in PROVIDERS.items():
         assert spec.api_root is not None and spec.max_tokens is not None, name
         assert spec.api_root.default.startswith(("http://", "https://")), name
