@@ -310,6 +310,20 @@ class Conversation(Sequence[dict[str, Any]]):
             return turns
         return repaired(pipe, turns, self._preflight_turns(turns), policy)
 
+    def checked_turns(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
+        """:meth:`check_passback` and :meth:`scoped_turns` in one: the turns ``pipe``'s request
+        sends under ``policy``, or ``UsageError`` naming what its provider would reject (a
+        conversation from :meth:`with_repair` repairs instead)."""
+        turns = self._turns_under(pipe, policy)
+        found = rules_for(pipe)
+        if found is None:
+            return turns
+        checked = self._preflight_turns(turns)
+        if self._repair:
+            return repaired(pipe, turns, checked, policy)
+        raise_problems(find_problems(found, pipe, checked, policy))
+        return turns
+
     def _turns_under(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
         loop_start = self._tool_loop_start()
         turns: list[HistoryTurn] = []

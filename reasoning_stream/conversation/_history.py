@@ -26,6 +26,7 @@ __all__ = [
     "check_prompt",
     "history_turns",
     "in_received_order",
+    "request_turns",
     "tool_call_arguments",
 ]
 
@@ -92,6 +93,22 @@ def check_passback(prompt: Any, pipe: object) -> None:
     check = getattr(prompt, "check_passback", None)
     if callable(check):
         check(pipe)
+
+
+def request_turns(prompt: Any, pipe: object) -> list[HistoryTurn]:
+    """:func:`check_passback` then :func:`history_turns`, under one resolved policy.
+
+    What a request needs of its prompt in one call, made before anything is sent: the turns
+    to send, or the ``UsageError`` naming what the provider would reject (a conversation
+    from ``with_repair()`` repairs instead). A conversation resolves the pipe's passback
+    policy once for both; the two separate calls resolve it once each.
+    """
+    checked = getattr(prompt, "checked_turns", None)
+    if callable(checked):
+        turns: list[HistoryTurn] = checked(pipe, PassbackPolicy.for_pipe(pipe))
+        return turns
+    check_passback(prompt, pipe)
+    return history_turns(prompt, pipe)
 
 
 def tool_call_arguments(arguments: Any, name: str, *, provider_label: str) -> dict[str, Any]:

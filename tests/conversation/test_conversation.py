@@ -12,12 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream._conversation import (
-    Conversation,
-    GenerationRecord,
-    PassbackPolicy,
-    TurnRecord,
-)
 from reasoning_stream._events import (
     OpaqueState,
     ReasoningDelta,
@@ -26,9 +20,15 @@ from reasoning_stream._events import (
     ToolCall,
 )
 from reasoning_stream._exceptions import ProviderError, UsageError
-from reasoning_stream._history import HistoryTurn
 from reasoning_stream._messages import INERT_MESSAGE_KEYS, messages_from_prompt
 from reasoning_stream._pipe import PipeResult
+from reasoning_stream._turns import HistoryTurn
+from reasoning_stream.conversation import (
+    Conversation,
+    GenerationRecord,
+    PassbackPolicy,
+    TurnRecord,
+)
 from reasoning_stream.testing import ScriptedPipe
 
 # A model without preserved thinking (older blocks go back only in the tool loop).
