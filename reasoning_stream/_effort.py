@@ -29,7 +29,6 @@ reasoning is asked of a model that cannot reason.
 
 from __future__ import annotations
 
-import json
 import threading
 import warnings
 from collections.abc import Mapping
@@ -315,6 +314,8 @@ def _render(value: Any, top: bool = True) -> str:
     if isinstance(value, Mapping):
         inner = ", ".join(f"{key}: {_render(item, False)}" for key, item in value.items())
         return f"`{inner}`" if top else f"{{{inner}}}"
+    import json  # the table is rendered rarely: importing the package stays quick
+
     return json.dumps(value)
 
 

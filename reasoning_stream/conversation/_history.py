@@ -9,7 +9,6 @@ would reject it. The rest are helpers the builders share.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -129,6 +128,8 @@ def tool_call_arguments(arguments: Any, name: str, *, provider_label: str) -> di
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
         return {}
     # Decoded arguments that are not a mapping (a list, a number) fail like their JSON would.
+    import json  # only histories written as JSON text get here: importing stays quick
+
     parsed = arguments
     try:
         if isinstance(arguments, str | bytes | bytearray):
