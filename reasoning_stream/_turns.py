@@ -26,7 +26,7 @@ class HistoryTurn:
     ``message`` is the plain dict with inert keys removed. ``states`` is the opaque reasoning
     state that this pipe's provider, model and endpoint made for the turn and requires back;
     ``reasoning`` is the turn's readable reasoning, for hosts that ask for it back
-    (``reasoning_content`` on DeepSeek tool turns). Both are empty unless the pipe's passback
+    (``reasoning_content`` on some hosts' tool turns). Both are empty unless the pipe's passback
     policy asks for them (a ``Conversation`` decides it).
     """
 

@@ -1,6 +1,6 @@
 """``Conversation``: the history the application owns, and what each provider may get back.
 
-The history is a list of plain OpenAI-style message dicts: the same shape whichever provider
+The history is a list of plain chat-completions message dicts: the same shape whichever provider
 answered, easy to show, store and edit. What a provider handed over beside the visible text
 (signatures, encrypted and redacted reasoning, the response id) is kept next to each assistant
 turn as a :class:`TurnRecord`, scoped to the provider, model and endpoint that made it, and
@@ -69,7 +69,7 @@ def _role(message: Mapping[str, Any]) -> Any:
 class Conversation(Sequence[dict[str, Any]]):
     """The canonical chat history, plus each assistant turn's provider state beside it.
 
-    Messages are plain dicts in the OpenAI shape: ``role`` (``system``, ``user``,
+    Messages are plain dicts in the chat-completions shape: ``role`` (``system``, ``user``,
     ``assistant``, ``tool``), ``content``, an assistant's ``tool_calls``, a tool result's
     ``tool_call_id``. Inert keys ride along for the application (``thinking`` on assistant
     turns that reasoned, ``provenance`` on framework-injected turns, ``timestamp``) and never
@@ -351,7 +351,7 @@ class Conversation(Sequence[dict[str, Any]]):
                     reasoning = thinking
                 elif thinking is None and record.reasoned is False and calls:
                     # The run reasoned nothing: a tool-call turn's reasoning is the empty text
-                    # (what DeepSeek and Kimi need back on it), not missing.
+                    # (what some hosts need back on it), not missing.
                     reasoning = ""
             turns.append(HistoryTurn(visible, states=states, reasoning=reasoning))
         return turns

@@ -113,14 +113,14 @@ def request_turns(prompt: Any, pipe: object) -> list[HistoryTurn]:
 def tool_call_arguments(arguments: Any, name: str, *, provider_label: str) -> dict[str, Any]:
     """A history tool call's ``arguments`` as the JSON object a provider wants back.
 
-    OpenAI-style history keeps arguments as JSON text; Anthropic, Gemini and Ollama take an
+    Chat-completions history keeps arguments as JSON text; several provider APIs take an
     object. A mapping is copied; missing or blank text is ``{}``. Anything else that is not
     JSON text for an object raises ``UsageError`` naming the tool and ``provider_label``:
     the history is wrong, and the provider would refuse it.
 
-    >>> tool_call_arguments('{"city": "Paris"}', "weather", provider_label="Gemini")
+    >>> tool_call_arguments('{"city": "Paris"}', "weather", provider_label="Example API")
     {'city': 'Paris'}
-    >>> tool_call_arguments(" ", "now", provider_label="Gemini")
+    >>> tool_call_arguments(" ", "now", provider_label="Example API")
     {}
     """
     if isinstance(arguments, Mapping):

@@ -6,8 +6,8 @@ handed to everything that request does with the history: scoping the turns, the 
 preflight and its repair. Provider packages import this module for the class; it names no
 provider and imports nothing above the registry.
 
->>> PassbackPolicy.for_provider("anthropic")
-PassbackPolicy(states='tool_loop', reasoning='never', kinds=None)
+>>> PassbackPolicy(states="tool_loop").gives_states(in_tool_loop=True)
+True
 """
 
 from __future__ import annotations
@@ -38,20 +38,20 @@ class PassbackPolicy:
 
     Args:
         states: ``"never"``; ``"tool_loop"``: the assistant turns after the last user message
-            (Anthropic's signed thinking during tool use); ``"always"``: every assistant turn
-            (Responses reasoning items, Gemini thought signatures).
+            (signed thinking during tool use); ``"always"``: every assistant turn (reasoning
+            items, thought signatures).
         reasoning: the readable reasoning (the message's ``"thinking"``) as
             ``HistoryTurn.reasoning``: ``"never"``; ``"tool_calls"``: on assistant turns
-            that called tools (DeepSeek's ``reasoning_content``); ``"tool_loop"``: on the
-            assistant turns of the current tool loop (Ollama's ``thinking``); ``"always"``.
+            that called tools (a ``reasoning_content`` some hosts require); ``"tool_loop"``:
+            on the assistant turns of the current tool loop; ``"always"``.
         kinds: the ``ReasoningState.kind`` values the provider takes back; ``None`` for all.
 
     Either way only state and reasoning that the same provider, model and endpoint made are
     given back. A pipe picks its policy by carrying a ``passback`` attribute; without one,
     :meth:`for_pipe` derives it from the pipe's provider id.
 
-    >>> PassbackPolicy.for_provider("anthropic")
-    PassbackPolicy(states='tool_loop', reasoning='never', kinds=None)
+    >>> PassbackPolicy(states="always", kinds={"signature"})
+    PassbackPolicy(states='always', reasoning='never', kinds=frozenset({'signature'}))
     """
 
     states: StatePassback = "never"
@@ -94,10 +94,8 @@ class PassbackPolicy:
         The provider's spec says (each provider package defines its policy); an unknown
         provider gets nothing back.
 
-        >>> PassbackPolicy.for_provider("openai-chat", "deepseek-chat").reasoning
-        'tool_calls'
-        >>> PassbackPolicy.for_provider("ollama")
-        PassbackPolicy(states='never', reasoning='tool_loop', kinds=None)
+        >>> PassbackPolicy.for_provider("no-such-provider")
+        PassbackPolicy(states='never', reasoning='never', kinds=None)
         """
         found = spec(provider)
         return cls() if found is None else cls.of(found.passback(model))
@@ -107,7 +105,7 @@ class PassbackPolicy:
         """``pipe.passback`` when it has one, else the default for its provider and model.
 
         This is the resolution: a request calls it once and hands the result on. A pipe's
-        explicit ``send_reasoning_back=True`` or ``False`` (the OpenAI-compatible pipes)
+        explicit ``send_reasoning_back=True`` or ``False`` (the chat-completions pipes)
         overrides the default for readable reasoning.
         """
         chosen = getattr(pipe, "passback", None)

@@ -7,21 +7,9 @@ history turn as the pipe would send it, with the record of the run that made it 
 is part of the current tool loop) and the pipe's passback policy, resolved once for the
 request. This module runs them for a conversation; nothing here calls a provider.
 
-Problem codes (see the README section "One-shot calls and preflight"):
-
-- ``signature_missing``: a Gemini 3 function call of the current turn without its thought
-  signature. Repair fills Google's documented placeholder signature.
-- ``thinking_missing``: an Anthropic or Bedrock (Claude) tool-use turn of the current tool loop
-  without its signed thinking while thinking is on (after an edit, a compaction, or a message
-  added by hand). Repair runs that request with thinking off, as the docs require of a turn
-  that cannot start with thinking.
-- ``thinking_other_model``: the same, because another Claude model made the thinking; the
-  newest Claude models bind thinking to the model that made it. Repaired likewise.
-- ``reasoning_item_missing``: under ``store=False`` (Responses), a turn of the current tool loop
-  whose reasoning item cannot be sent. Repair sends its items without ids, which the API
-  accepts without their reasoning item.
-- ``reasoning_content_missing``: a DeepSeek or Kimi assistant turn with tool calls and no
-  ``reasoning_content``. Repair fills an empty ``reasoning_content``.
+Each provider's problem codes (``signature_missing``, ``thinking_missing``, ...) come
+with its rules, in its package's ``request.preflight``; the README section "One-shot calls and
+preflight" lists them all.
 """
 
 from __future__ import annotations
