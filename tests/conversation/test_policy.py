@@ -20,6 +20,8 @@ from reasoning_stream.providers import AnthropicPipe, OpenAIChatPipe
 from reasoning_stream.providers import openai_chat as openai_chat_package
 from reasoning_stream.providers.openai_chat import request as chat_request
 
+from .helpers import CLAUDE, DETAILS, FakePipe
+
 
 @pytest.fixture
 def resolutions(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
@@ -169,3 +171,70 @@ def test_a_policy_is_made_of_any_rules_with_the_three_values() -> None:
     assert PassbackPolicy.of(policy) is policy
     with pytest.raises(UsageError, match="states"):
         PassbackPolicy.of(Rules(states="sometimes"))
+
+
+# ----------------------------------------------------------------- the documented defaults
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "expected"),
+    [
+        ("anthropic", CLAUDE, PassbackPolicy("tool_loop", "never")),
+        # Preserved thinking: every earlier turn's blocks go back (rule 2 of issue #11).
+        ("anthropic", "claude-opus-4-5", PassbackPolicy("always", "never")),
+        ("anthropic", "claude-sonnet-4-6", PassbackPolicy("always", "never")),
+        ("anthropic", "claude-opus-5", PassbackPolicy("always", "never")),
+        ("bedrock", "us.anthropic.claude-opus-4-5-v1:0", PassbackPolicy("always", "never")),
+        ("bedrock", "anthropic.claude", PassbackPolicy("tool_loop", "never")),
+        ("openai-responses", "o4-mini", PassbackPolicy("always", "never")),
+        ("gemini", "gemini-2.5-pro", PassbackPolicy("always", "never")),
+        ("openrouter", "x/y", PassbackPolicy("tool_loop", "never", DETAILS)),
+        ("openai-chat", "gpt-4o", PassbackPolicy("tool_loop", "never", DETAILS)),
+        (
+            "openai-chat",
+            "DeepSeek-V3.2",
+            PassbackPolicy("tool_loop", "tool_calls", DETAILS),
+        ),
+        (
+            "openai-chat",
+            "moonshotai/kimi-k2-thinking",
+            # Kimi keeps its reasoning in context on every turn (the pipe's former rule).
+            PassbackPolicy("tool_loop", "always", DETAILS),
+        ),
+        # The chat API takes thinking back in the current tool loop (rule 8 of issue #11).
+        ("ollama", "qwen3", PassbackPolicy("never", "tool_loop")),
+        ("scripted", "scripted", PassbackPolicy()),
+        (None, None, PassbackPolicy()),
+    ],
+)
+def test_default_policy_by_provider(
+    provider: str | None, model: str | None, expected: PassbackPolicy
+) -> None:
+    assert PassbackPolicy.for_pipe(FakePipe(provider, model)) == expected
+
+
+def test_policy_validation() -> None:
+    with pytest.raises(UsageError):
+        PassbackPolicy("sometimes")  # type: ignore[arg-type]
+    with pytest.raises(UsageError):
+        PassbackPolicy("never", "maybe")  # type: ignore[arg-type]
+    with pytest.raises(UsageError):
+        Conversation().turns_for(FakePipe("anthropic", CLAUDE, passback="always"))  # type: ignore[arg-type]
+    assert PassbackPolicy(kinds={"a", "b"}).kinds == frozenset({"a", "b"})  # type: ignore[arg-type]
+
+
+def test_explicit_send_reasoning_back_overrides_the_default() -> None:
+    @dataclasses.dataclass
+    class ChatPipe:
+        provider: str
+        model: str
+        endpoint: str | None = None
+        send_reasoning_back: bool | None = None
+
+    assert PassbackPolicy.for_pipe(ChatPipe("openrouter", "m", None, True)).reasoning == "always"
+    assert PassbackPolicy.for_pipe(
+        ChatPipe("openai-chat", "deepseek-chat", None, False)
+    ).reasoning == ("never")
+    assert PassbackPolicy.for_pipe(ChatPipe("openai-chat", "deepseek-chat")).reasoning == (
+        "tool_calls"
+    )
