@@ -184,7 +184,7 @@ class GenerationRecord:
     partial_text: str = ""
     partial_reasoning: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    """Tool calls the model completed before the run ended, in the chat-completions message shape."""
+    """Tool calls the model completed before the run ended, as chat-completions messages."""
     reasoning_state: tuple[ReasoningState, ...] = ()
     finish_reason: str | None = None
     error: str | None = None
