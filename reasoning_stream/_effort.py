@@ -53,9 +53,8 @@ from ._effort_planner import (
     model_tail,
     validate_reasoning,
 )
-from .providers._spec import provider_ids, spec, specs
 
-__all__ = [
+__all__ = [  # noqa: F822 (PROVIDERS comes from the registry, when asked for)
     "ALLOWED",
     "PROVIDERS",
     "REASONING_LEVELS",
@@ -81,15 +80,24 @@ __all__ = [
 
 
 def _planner(provider: str) -> EffortPlanner:
-    # The registry imports a provider's package only now, when its planner is asked for.
+    # Asked at call time, like the registry imports a provider's package: importing
+    # reasoning_stream loads neither.
+    from .providers._spec import provider_ids, spec
+
     found = spec(provider)
     if found is None:
         raise ValueError(f"unknown provider {provider!r}; known: {', '.join(provider_ids())}")
     return found.effort
 
 
-PROVIDERS: tuple[str, ...] = provider_ids()
-"""Every provider id ``plan_reasoning`` takes, in the registry's order."""
+def __getattr__(name: str) -> Any:
+    # PROVIDERS: every provider id plan_reasoning takes, in the registry's order.
+    if name == "PROVIDERS":
+        from .providers._spec import provider_ids
+
+        return provider_ids()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
@@ -267,6 +275,8 @@ def effort_table() -> str:
     >>> effort_table().splitlines()[0].startswith("| provider | models")
     True
     """
+    from .providers._spec import specs
+
     rows = [_HEADER]
     notes = list(_GENERAL_NOTES)
     for provider in specs():

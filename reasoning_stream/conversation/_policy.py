@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, TypeAlias, cast, get_args
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast, get_args
 
 from .._exceptions import UsageError
-from ..providers._spec import PassbackRules, spec
+
+if TYPE_CHECKING:
+    from ..providers._spec import PassbackRules
 
 __all__ = ["PassbackPolicy", "ReasoningPassback", "StatePassback"]
 
@@ -97,6 +99,9 @@ class PassbackPolicy:
         >>> PassbackPolicy.for_provider("no-such-provider")
         PassbackPolicy(states='never', reasoning='never', kinds=None)
         """
+        # The registry is asked at call time: importing the package loads no part of it.
+        from ..providers._spec import spec
+
         found = spec(provider)
         return cls() if found is None else cls.of(found.passback(model))
 

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .._exceptions import UsageError
 from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
-from ..providers._spec import ProviderSpec, spec
 from ._policy import PassbackPolicy
+
+if TYPE_CHECKING:
+    from ..providers._spec import ProviderSpec
 
 __all__ = [
     "PassbackProblem",
@@ -34,6 +37,8 @@ __all__ = [
 
 def rules_for(pipe: object) -> ProviderSpec | None:
     """The spec of ``pipe``'s provider when it has preflight rules, else ``None``."""
+    from ..providers._spec import spec  # at call time, as in _policy
+
     found = spec(getattr(pipe, "provider", None))
     return found if found is not None and found.preflight is not None else None
 
