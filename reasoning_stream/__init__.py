@@ -10,7 +10,6 @@ reasoning and the answer from anything collected off that channel.
 'Hello!'
 """
 
-from ._conversation import Conversation, GenerationRecord, PassbackPolicy, TurnRecord
 from ._effort import (
     Reasoning,
     ReasoningLevel,
@@ -52,9 +51,15 @@ from ._messages import (
 )
 from ._pipe import Pipe, PipeResult, Prompt, Status, Timings
 from ._pipeline import Pipeline, PipelineResult
-from ._preflight import PassbackProblem
 from ._stream import ReasoningStream, Split
 from ._tags import DEFAULT_TAGS, Escaper, Scanner
+from .conversation import (
+    Conversation,
+    GenerationRecord,
+    PassbackPolicy,
+    PassbackProblem,
+    TurnRecord,
+)
 
 __all__ = [
     "DEFAULT_TAGS",

@@ -39,12 +39,12 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from ._conversation import Conversation
 from ._effort import ReasoningWarning
 from ._events import Event, TextDelta
 from ._exceptions import ProviderError, UsageError
 from ._pipe import Pipe, PipeResult, Prompt
 from ._stream import ReasoningStream
+from .conversation import Conversation
 
 __all__ = [
     "ChainOfDraft",
