@@ -17,9 +17,9 @@ from ._effort import (
     ReasoningPlan,
     ReasoningWarning,
     effort_table,
-    merge_params,
     plan_reasoning,
 )
+from ._effort import merge_params as merge_params
 from ._events import (
     Event,
     Finish,
@@ -54,8 +54,13 @@ from ._pipe import Pipe, PipeResult, Prompt, Status, Timings
 from ._pipeline import Pipeline, PipelineResult
 from ._preflight import PassbackProblem
 from ._stream import ReasoningStream, Split
-from ._tags import DEFAULT_TAGS, Escaper, Scanner
+from ._tags import DEFAULT_TAGS
+from ._tags import Escaper as Escaper
+from ._tags import Scanner as Scanner
 
+# What users need. Escaper, Scanner and merge_params were listed here once: they stay importable
+# from the package (the "X as X" imports above) but belong to their modules; ReasoningStream's
+# scanner() and escaper() build the first two.
 __all__ = [
     "DEFAULT_TAGS",
     "INERT_MESSAGE_KEYS",
@@ -66,7 +71,6 @@ __all__ = [
     "Conversation",
     "ConversationNotFoundError",
     "CorruptConversationError",
-    "Escaper",
     "Event",
     "Finish",
     "GenerationRecord",
@@ -90,7 +94,6 @@ __all__ = [
     "ReasoningStream",
     "ReasoningStreamError",
     "ReasoningWarning",
-    "Scanner",
     "Split",
     "Status",
     "StoreError",
@@ -102,7 +105,6 @@ __all__ = [
     "UsageError",
     "UsageReport",
     "effort_table",
-    "merge_params",
     "plan_reasoning",
     "strip_inert_keys",
 ]
