@@ -30,6 +30,7 @@ from reasoning_stream._history import HistoryTurn
 from reasoning_stream._messages import INERT_MESSAGE_KEYS, messages_from_prompt
 from reasoning_stream._pipe import PipeResult
 from reasoning_stream.testing import ScriptedPipe
+from tests.helpers import examples
 
 # A model without preserved thinking (older blocks go back only in the tool loop).
 CLAUDE = "claude-sonnet-4-5"
@@ -775,7 +776,7 @@ def conversations(draw: st.DrawFn) -> Conversation:
     return conversation
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(conversations())
 def test_any_conversation_survives_json(conversation: Conversation) -> None:
     """to_json, json.dumps, json.loads, from_json: equal, states and scopes and bytes included."""
@@ -792,7 +793,7 @@ def test_any_conversation_survives_json(conversation: Conversation) -> None:
             ]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     conversations(),
     st.sampled_from(
@@ -832,7 +833,7 @@ def unit_owner(messages: Sequence[dict[str, Any]]) -> list[int]:
     return owner
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(conversations(), st.integers(0, 10))
 def test_compaction_never_splits_a_tool_unit(conversation: Conversation, keep_last: int) -> None:
     compacted = conversation.compact(keep_last)
