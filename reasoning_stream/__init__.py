@@ -16,9 +16,9 @@ from ._effort import (
     ReasoningPlan,
     ReasoningWarning,
     effort_table,
-    merge_params,
     plan_reasoning,
 )
+from ._effort import merge_params as merge_params
 from ._events import (
     Event,
     Finish,
@@ -52,7 +52,9 @@ from ._messages import (
 from ._pipe import Pipe, PipeResult, Prompt, Status, Timings
 from ._pipeline import Pipeline, PipelineResult
 from ._stream import ReasoningStream, Split
-from ._tags import DEFAULT_TAGS, Escaper, Scanner
+from ._tags import DEFAULT_TAGS
+from ._tags import Escaper as Escaper
+from ._tags import Scanner as Scanner
 from .conversation import (
     Conversation,
     GenerationRecord,
@@ -61,6 +63,9 @@ from .conversation import (
     TurnRecord,
 )
 
+# What users need. Escaper, Scanner and merge_params were listed here once: they stay importable
+# from the package (the "X as X" imports above) but belong to their modules; ReasoningStream's
+# scanner() and escaper() build the first two.
 __all__ = [
     "DEFAULT_TAGS",
     "INERT_MESSAGE_KEYS",
@@ -71,7 +76,6 @@ __all__ = [
     "Conversation",
     "ConversationNotFoundError",
     "CorruptConversationError",
-    "Escaper",
     "Event",
     "Finish",
     "GenerationRecord",
@@ -95,7 +99,6 @@ __all__ = [
     "ReasoningStream",
     "ReasoningStreamError",
     "ReasoningWarning",
-    "Scanner",
     "Split",
     "Status",
     "StoreError",
@@ -107,7 +110,6 @@ __all__ = [
     "UsageError",
     "UsageReport",
     "effort_table",
-    "merge_params",
     "plan_reasoning",
     "strip_inert_keys",
 ]

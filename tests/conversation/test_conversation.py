@@ -29,6 +29,7 @@ from reasoning_stream.conversation import (
     TurnRecord,
 )
 from reasoning_stream.testing import ScriptedPipe
+from tests.helpers import examples
 
 from .helpers import CLAUDE, FakePipe
 
@@ -699,7 +700,7 @@ def conversations(draw: st.DrawFn) -> Conversation:
     return conversation
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(conversations())
 def test_any_conversation_survives_json(conversation: Conversation) -> None:
     """to_json, json.dumps, json.loads, from_json: equal, states and scopes and bytes included."""
@@ -716,7 +717,7 @@ def test_any_conversation_survives_json(conversation: Conversation) -> None:
             ]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     conversations(),
     st.sampled_from(
@@ -756,7 +757,7 @@ def unit_owner(messages: Sequence[dict[str, Any]]) -> list[int]:
     return owner
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(conversations(), st.integers(0, 10))
 def test_compaction_never_splits_a_tool_unit(conversation: Conversation, keep_last: int) -> None:
     compacted = conversation.compact(keep_last)
