@@ -713,7 +713,7 @@ def _long_text_stream(deltas: int) -> Transcript:
 def test_the_async_reader_hands_over_decoded_events_in_order_and_bounded() -> None:
     """arun's boto3 reader: a consumer that does not take lets at most _BATCH_LIMIT events
     wait (the reading thread waits then), and taking returns every event once, in order."""
-    from reasoning_stream.providers._transports import _BATCH_LIMIT, _Failure, _Reader
+    from reasoning_stream.providers._transports.eventstream import _BATCH_LIMIT, _Failure, _Reader
 
     deltas = 3 * _BATCH_LIMIT
     with WireServer(_long_text_stream(deltas)) as server:

@@ -25,8 +25,8 @@ from botocore.eventstream import EventStream
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream.providers import _transports as transports
-from reasoning_stream.providers._transports import (
+from reasoning_stream.providers._transports import eventstream as transports
+from reasoning_stream.providers._transports.eventstream import (
     _BATCH_LIMIT,
     _Failure,
     _Reader,

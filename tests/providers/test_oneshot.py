@@ -34,7 +34,7 @@ from reasoning_stream.providers import (
     OpenAIResponsesPipe,
     OpenRouterPipe,
 )
-from reasoning_stream.providers._driver import ProviderPipe
+from reasoning_stream.providers._pipe import ProviderPipe
 from reasoning_stream.testing._wire import RecordedRequest, Transcript, WireServer
 from tests.providers import oneshot_content as content
 from tests.providers.oneshot_content import Answer

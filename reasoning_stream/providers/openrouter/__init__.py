@@ -18,7 +18,7 @@ import httpx
 
 from ..._conversation import PassbackPolicy
 from ..._pipe import Pipe
-from .._driver import EndpointOptions
+from .._pipe import EndpointOptions
 from .._spec import ApiRoot, Demo, ProviderSpec
 from ..openai_chat import OpenAIChatPipe
 from ..openai_chat.translate import InlineTags
