@@ -22,7 +22,7 @@ import httpx
 
 from .._exceptions import UsageError
 from ._spec import spec
-from ._transports.lean import check_lean_client, lean_endpoint, lean_url
+from ._transports.lean import check_lean_client, lean_client, lean_endpoint, lean_url
 
 __all__ = ["Clients", "require"]
 
@@ -56,6 +56,8 @@ class Clients:
     """The module the pipe imports to build its client (``None``: httpx, a core dependency)."""
     sync_client_hint: ClassVar[str] = "a sync client"
     """What to pass for ``run()``, named in the error when only an async client was given."""
+    client_classes: ClassVar[tuple[str, str] | None] = None
+    """The sync and the async client class of :attr:`sdk` (``("OpenAI", "AsyncOpenAI")``)."""
 
     def _client_options(self) -> dict[str, Any]:
         """Keyword arguments for an SDK client the pipe builds.
@@ -79,8 +81,14 @@ class Clients:
         return False
 
     def build_client(self, *, asynchronous: bool) -> Any:
-        """A new SDK client from ``base_url``, ``api_key`` and ``timeout``."""
-        raise NotImplementedError
+        """A new client: the SDK's (:attr:`client_classes`) from :meth:`_client_options`, or on
+        ``transport="httpx"`` an httpx client with the pipe's timeout."""
+        if getattr(self, "transport", "sdk") == "httpx":
+            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
+        if self.sdk is None or self.client_classes is None:
+            raise NotImplementedError(f"{type(self).__name__} builds no client")
+        module = require(self.sdk, self.extra)
+        return getattr(module, self.client_classes[asynchronous])(**self._client_options())
 
     def close_client(self, client: Any) -> None:
         """Release a sync client the pipe built."""

@@ -28,7 +28,7 @@ class NDJSONDecoder(PayloadDecoder):
     chunks of the same piece before it still come out, and :meth:`check` raises after them.
 
     >>> decoder = NDJSONDecoder("x")
-    >>> decoder.feed(b'{"a": 1}\\n\\n[2'), decoder.finish()
+    >>> decoder.feed(b'{"a": 1}\\n\\n[2]'), decoder.finish()
     ([{'a': 1}], [[2]])
     """
 

@@ -186,21 +186,40 @@ class SSEJsonDecoder(PayloadDecoder):
     def feed(self, piece: bytes) -> list[Any]:
         """The chunks of the events ``piece`` completes, in order."""
         reader = self._reader
-        if (
-            piece[:6] == b"data: "
-            and piece[-2:] == b"\n\n"
-            and self._decode_event is None
-            and not reader._pending
-            and not reader._cr
-        ):
-            # The common piece: one whole event of one data line, decoded without the reader.
-            data = piece[6:-2]
-            if _LF not in data and _CR not in data:
-                if data[:6] == _DONE:
-                    self.stopped = True
-                    return []
-                return [self._decode(self._provider, data)] if data else []
-        return self._payloads(reader.feed(piece))
+        if reader._pending or reader._cr:
+            return self._payloads(reader.feed(piece))
+        # The common pieces (servers flush per event): one whole event of one data line, after
+        # an event line or not, decoded here without the reader's lists (its own short ways).
+        head = 0
+        if piece[-2:] == b"\n\n" and _CR not in piece:
+            if piece[:6] == b"data: ":
+                data = piece[6:-2]
+            elif piece[:7] == b"event: " and piece[(head := piece.find(b"\n")) + 1 : head + 7] == (
+                b"data: "
+            ):
+                data = piece[head + 7 : -2]
+            else:
+                return self._payloads(reader.feed(piece))
+        elif piece[-4:] == b"\r\n\r\n" and piece[:6] == b"data: ":
+            # CRLF line ends (Google's servers): one data line ends at the first "\r".
+            data = piece[6:-4]
+            if _CR in data:
+                return self._payloads(reader.feed(piece))
+        else:
+            return self._payloads(reader.feed(piece))
+        if _LF in data:
+            return self._payloads(reader.feed(piece))
+        if not data:
+            return []
+        if data[:6] == _DONE:
+            self.stopped = True
+            return []
+        decode_event = self._decode_event
+        if decode_event is None:
+            return [self._decode(self._provider, data)]
+        name = piece[7:head].decode("utf-8", "replace") if head else ""
+        chunk = decode_event(self._provider, name or "message", data)
+        return [] if chunk is SKIP else [chunk]
 
     def finish(self) -> list[Any]:
         """The chunks the end of the body releases (a held ``\\r`` still ends a line)."""

@@ -28,7 +28,7 @@ from .._errors import (
 )
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import SKIP, Call, HttpCall, SdkCall, decode_json, lean_client, payload_text
+from .._transports import SKIP, Call, HttpCall, SdkCall, decode_json, payload_text
 from . import request
 from .effort import PLANNER, keeps_earlier_thinking
 from .request import INTERLEAVED_BETA, convert_turns, needs_interleaved_beta
@@ -88,6 +88,7 @@ class AnthropicPipe(ProviderPipe):
     extra = "anthropic"
     sdk: ClassVar[str | None] = "anthropic"
     client_methods: ClassVar[tuple[str, ...]] = ("messages.create",)
+    client_classes: ClassVar[tuple[str, str] | None] = ("Anthropic", "AsyncAnthropic")
     client_hint: ClassVar[str] = "an anthropic.Anthropic or anthropic.AsyncAnthropic client"
 
     def __init__(
@@ -174,17 +175,6 @@ class AnthropicPipe(ProviderPipe):
             return isinstance(client, httpx.AsyncClient)
         # They share no public base class, but every one of them has a coroutine close().
         return inspect.iscoroutinefunction(getattr(client, "close", None))
-
-    def build_client(self, *, asynchronous: bool) -> Any:
-        """``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` from the pipe's options.
-
-        With ``transport="httpx"``, an httpx client with the pipe's timeout.
-        """
-        if self.transport == "httpx":
-            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
-        anthropic = require("anthropic", self.extra)
-        cls = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-        return cls(**self._client_options())
 
     def translator(self) -> AnthropicTranslator:
         """A fresh translator for one message."""

@@ -34,7 +34,7 @@ from .._errors import (
 )
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import Call, HttpCall, SdkCall, decode_json, lean_client
+from .._transports import Call, HttpCall, SdkCall, decode_json
 from . import request
 from .effort import PLANNER
 from .translate import OllamaTranslator
@@ -89,6 +89,7 @@ class OllamaPipe(ProviderPipe):
     sync_client_hint: ClassVar[str] = "an ollama.Client"
     sdk: ClassVar[str | None] = "ollama"
     client_methods: ClassVar[tuple[str, ...]] = ("chat", "generate")
+    client_classes: ClassVar[tuple[str, str] | None] = ("Client", "AsyncClient")
     client_hint: ClassVar[str] = "an ollama.Client or ollama.AsyncClient"
 
     def __init__(
@@ -181,17 +182,10 @@ class OllamaPipe(ProviderPipe):
             return isinstance(client, httpx.AsyncClient)
         return inspect.iscoroutinefunction(getattr(client, "chat", None))
 
-    def build_client(self, *, asynchronous: bool) -> Any:
-        """``ollama.Client`` or ``ollama.AsyncClient`` for ``host``, with the key as a bearer.
-
-        With ``transport="httpx"``, an httpx client with the pipe's timeout.
-        """
-        if self.transport == "httpx":
-            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
-        ollama = require("ollama", self.extra)
+    def _client_options(self) -> dict[str, Any]:
+        """``ollama.Client`` options: ``host``, the timeout and the key as a bearer."""
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
-        cls = ollama.AsyncClient if asynchronous else ollama.Client
-        return cls(host=self.host, timeout=self.timeout, headers=headers)
+        return {"host": self.host, "timeout": self.timeout, "headers": headers}
 
     def translator(self) -> OllamaTranslator:
         """A fresh translator for one response."""

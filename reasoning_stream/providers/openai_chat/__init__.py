@@ -26,7 +26,7 @@ from ..._tags import DEFAULT_TAGS, grammar_for
 from .._clients import require
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import Call, HttpCall, SdkCall, lean_client
+from .._transports import Call, HttpCall, SdkCall
 from . import request
 from .effort import PLANNER
 from .translate import REASONING_FIELDS, InlineTags, OpenAIChatTranslator, starts_in_reasoning
@@ -101,6 +101,7 @@ class OpenAIChatPipe(ProviderPipe):
     sync_client_hint: ClassVar[str] = "a sync one (openai.OpenAI / httpx.Client)"
     sdk: ClassVar[str | None] = "openai"
     client_methods: ClassVar[tuple[str, ...]] = ("chat.completions.create",)
+    client_classes: ClassVar[tuple[str, str] | None] = ("OpenAI", "AsyncOpenAI")
     client_hint: ClassVar[str] = (
         "an openai.OpenAI or openai.AsyncOpenAI client (or, with transport='httpx', an "
         "httpx.Client or httpx.AsyncClient)"
@@ -205,14 +206,6 @@ class OpenAIChatPipe(ProviderPipe):
     def is_async_client(self, client: Any) -> bool:
         """``openai.AsyncOpenAI`` (and subclasses) or ``httpx.AsyncClient``."""
         return _is_async_client(client)
-
-    def build_client(self, *, asynchronous: bool) -> Any:
-        """An httpx client for ``transport="httpx"``, else the openai SDK's client."""
-        if self.transport == "httpx":
-            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
-        openai = require("openai", self.extra)
-        cls = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-        return cls(**self._client_options())
 
     def _headers(self) -> dict[str, str]:
         key = self._api_key

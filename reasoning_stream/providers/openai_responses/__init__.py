@@ -23,7 +23,7 @@ from .._clients import require
 from .._errors import build_error
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import Call, HttpCall, SdkCall, decode_json, lean_client
+from .._transports import Call, HttpCall, SdkCall, decode_json
 from . import request
 from .effort import PLANNER
 from .translate import (
@@ -231,7 +231,7 @@ class OpenAIResponsesPipe(ProviderPipe):
         With ``transport="httpx"``, an httpx client with the pipe's timeout.
         """
         if self.transport == "httpx":
-            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
+            return super().build_client(asynchronous=asynchronous)
         openai = require("openai", self.extra)
         class_name = "AsyncOpenAI" if asynchronous else "OpenAI"
         try:
