@@ -84,7 +84,7 @@ class ProviderPipe(Driver, metaclass=_Validated):
 
     Args:
         model: the provider's model id.
-        client: the SDK's sync or async client (see the module docs for which run uses what).
+        client: the SDK's sync or async client (:mod:`._clients` says which run uses what).
         base_url: the API root the provider documents, to build a client.
         api_key: the key for a client the pipe builds (never shown in errors or reprs).
         extra_body: extra JSON fields merged into the request body.

@@ -43,8 +43,11 @@ class NDJSONDecoder(PayloadDecoder):
     def feed(self, piece: bytes) -> list[Any]:
         """The chunks of the lines ``piece`` completes, in order."""
         if not self._pending and piece[-1:] == b"\n" and _LF not in (line := piece[:-1]):
-            # The common piece: one whole line (servers flush per line).
-            return [self._decode(self._provider, line)] if line.strip(_JSON_SPACE) else []
+            # The common piece: one whole line (servers flush per line), most often an object,
+            # which is no blank line (a byte compared costs less than a strip).
+            if line[:1] == b"{" or line.strip(_JSON_SPACE):
+                return [self._decode(self._provider, line)]
+            return []
         return self._decoded(self._lines(piece))
 
     def finish(self) -> list[Any]:
