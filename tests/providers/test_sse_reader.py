@@ -213,7 +213,7 @@ def decoded(pieces: list[bytes], **decoding: Any) -> list[Any]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(server_pieces(), BODIES.map(lambda body: [body])), st.data())
 @example([b"data: [DONE]\n\n", b"data: x\n\n"], None)
 @example([b"data: a\n\ndata: [DONE]\n\ndata: b\n\n"], None)
