@@ -1,0 +1,345 @@
+"""``conform()``: does a gateway between the user and a provider keep reasoning intact?
+
+Offline, a :class:`~reasoning_stream.testing.WireServer` plays the provider behind the
+gateway: it answers each request from the bundled transcripts (streamed when the request
+asks for a stream, else the one-shot reply the stream adds up to) and records what the
+gateway sent it. The probe drives multi-turn tool loops through the gateway with our own
+provider pipes, streamed and one-shot, and checks each documented rule on what went
+upstream and what came back (:mod:`._conform_rules`). ``live=True`` sends one small real
+tool loop through the gateway to the real API instead, with the user's key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from reasoning_stream import (
+    Conversation,
+    Event,
+    PassbackPolicy,
+    PipeResult,
+    ReasoningDelta,
+    ReasoningStreamError,
+    TextDelta,
+    UsageError,
+)
+from reasoning_stream.testing._conform_rules import (
+    DOCS_BY_SHAPE,
+    SHAPES,
+    STREAMING_DOC,
+    LoopRun,
+    Shape,
+    StepRun,
+    reasoning_as_reasoning,
+    stream_equals_oneshot,
+)
+from reasoning_stream.testing._conform_wire import oneshot
+from reasoning_stream.testing._transcript import Transcript
+from reasoning_stream.testing._wire import RecordedRequest, WireServer
+
+if TYPE_CHECKING:
+    from reasoning_stream.providers._spec import ProviderSpec
+
+__all__ = ["ConformReport", "ConformRow", "conform", "conform_providers"]
+
+TOOL_RESULT = "18 °C, sunny"
+"""What the probe's weather tool answers, at every step."""
+_PROMPT = "What is the weather in Paris? Use the get_weather tool."
+_OFFLINE_KEY = "conform-offline-not-a-key"
+_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class ConformRow:
+    """One rule's verdict: its name, whether it held, what was sent and what came back, and
+    the documentation that states the rule."""
+
+    name: str
+    passed: bool
+    detail: str
+    doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConformReport:
+    """What :func:`conform` found: one :class:`ConformRow` per rule.
+
+    ``passed`` is true only when there is at least one row and every row passed;
+    :meth:`to_json` is what ``reasoning-stream conform --json FILE`` writes.
+    """
+
+    provider: str
+    base_url: str
+    rows: tuple[ConformRow, ...]
+    upstream_url: str | None = None
+    live: bool = False
+    requests: tuple[RecordedRequest, ...] = field(default=(), repr=False)
+    """Every request the upstream received (offline), in order."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether every rule held."""
+        return bool(self.rows) and all(row.passed for row in self.rows)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"passed": bool, "rows": [{"name", "passed", "detail", "doc"}, ...]}``."""
+        return {"passed": self.passed, "rows": [asdict(row) for row in self.rows]}
+
+
+def conform_providers() -> tuple[str, ...]:
+    """The ``--provider`` names the probe can check, in the registry's order."""
+    from reasoning_stream.providers._spec import specs
+
+    return tuple(spec.name for spec in specs() if spec.name in SHAPES)
+
+
+def conform(
+    provider: str,
+    base_url: str,
+    *,
+    model: str | None = None,
+    upstream_port: int | None = None,
+    live: bool = False,
+    on_upstream: Callable[[str], None] | None = None,
+) -> ConformReport:
+    """Check that the gateway at ``base_url`` keeps ``provider``'s reasoning intact.
+
+    Args:
+        provider: the wire shape the gateway speaks, as a ``--provider`` name
+            (``"anthropic"``, ``"responses"``, ``"openai"``, ``"openrouter"``, ``"gemini"``).
+        base_url: the gateway's API root for that shape, as our pipe would take it
+            (``http://localhost:4000`` for Anthropic Messages, ``.../v1`` for OpenAI).
+        model: the model name the gateway routes (default: the transcripts' model).
+        upstream_port: the port the offline upstream listens on, so the gateway's config
+            can name it ahead (default: a free port; the URL goes to ``on_upstream``).
+        live: send one small real tool loop through the gateway to the real API instead,
+            with the key from the provider's usual variable (never printed).
+        on_upstream: called with the upstream's URL once it listens, before any request.
+
+    Returns:
+        a :class:`ConformReport`; ``report.passed`` only when every rule held.
+
+    Raises:
+        UsageError: an unknown provider, a bad base URL, or (live) no key.
+    """
+    shape, spec = _shape(provider)
+    if not base_url.startswith(("http://", "https://")):
+        raise UsageError(f"base_url must be an http:// or https:// URL, got {base_url!r}")
+    if live:
+        from reasoning_stream.testing._conform_live import live_rows
+
+        rows = live_rows(shape, spec, base_url, model or shape.model, _key(spec, live=True))
+        return ConformReport(provider, base_url, tuple(rows), live=True)
+    upstream = _Upstream(shape)
+    server = WireServer(port=upstream_port or 0, responder=upstream.reply)
+    try:
+        server.start()
+    except OSError as error:
+        raise UsageError(f"conform: {error}; choose another --upstream-port") from error
+    upstream_url = server.url
+    try:
+        if on_upstream is not None:
+            on_upstream(upstream_url)
+        runs = {
+            (loop, stream): _run_loop(shape, spec, upstream, server, loop, stream, base_url, model)
+            for loop in shape.loops
+            for stream in (True, False)
+        }
+    finally:
+        server.stop()
+    rows = _rows(shape, runs)
+    return ConformReport(
+        provider, base_url, tuple(rows), upstream_url=upstream_url, requests=tuple(server.requests)
+    )
+
+
+def _shape(provider: str) -> tuple[Shape, ProviderSpec]:
+    from reasoning_stream.providers._spec import by_name
+
+    spec = by_name(provider)
+    shape = SHAPES.get(provider)
+    if spec is None or shape is None:
+        known = ", ".join(conform_providers())
+        raise UsageError(f"conform knows the wire shapes {known}; got --provider {provider!r}")
+    return shape, spec
+
+
+def _key(spec: ProviderSpec, *, live: bool) -> str:
+    """The key the gateway wants: the provider's usual variable, else (offline) a stand-in."""
+    for name in spec.key_env:
+        if os.environ.get(name):
+            return os.environ[name]
+    if live:
+        names = " or ".join(spec.key_env) or "a key variable"
+        raise UsageError(f"conform --live sends a real request: set {names} first")
+    return _OFFLINE_KEY
+
+
+# --------------------------------------------------------------------------- the upstream
+
+
+class _Upstream:
+    """Chooses each reply from the request: the loop running now, the step, stream or not."""
+
+    def __init__(self, shape: Shape) -> None:
+        self.shape = shape
+        self._lock = threading.Lock()
+        self._loop: tuple[Transcript, ...] = ()
+
+    @contextlib.contextmanager
+    def playing(self, transcripts: tuple[Transcript, ...]) -> Iterator[None]:
+        with self._lock:
+            self._loop = transcripts
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._loop = ()
+
+    def reply(self, request: RecordedRequest) -> Transcript | None:
+        if request.method != "POST":
+            return None
+        try:
+            body = request.json()
+        except ValueError:
+            return None
+        with self._lock:
+            transcripts = self._loop
+        if not transcripts:
+            return None
+        step = min(self.shape.step_of(body), len(transcripts) - 1)
+        transcript = transcripts[step]
+        if self.shape.streams(request, body):
+            return transcript
+        return oneshot(transcript, "chat" if self.shape.wire == "chat" else self.shape.wire)
+
+
+# ------------------------------------------------------------------------------ the loops
+
+
+def build_pipe(
+    shape: Shape, spec: ProviderSpec, base_url: str, model: str, key: str, *, stream: bool
+) -> Any:
+    """Our pipe for ``shape``, pointed at the gateway, with the tool declared and the passback
+    policy the registry gives the transcripts' model."""
+    options: dict[str, Any] = {
+        "base_url": base_url,
+        "api_key": key,
+        "stream": stream,
+        "timeout": _TIMEOUT,
+        "extra_body": dict(shape.tool),
+    }
+    if shape.wire == "anthropic":
+        options["thinking"] = {"type": "enabled", "budget_tokens": 2048}
+    elif shape.wire == "responses":
+        options["store"] = False
+    elif shape.wire == "chat":
+        options["inline_tags"] = False  # reasoning turned into <think> text must count as text
+    pipe = spec.pipe_class()(model, **options)
+    pipe.passback = PassbackPolicy.for_provider(spec.id, shape.model)
+    return pipe
+
+
+def _run_loop(
+    shape: Shape,
+    spec: ProviderSpec,
+    upstream: _Upstream,
+    server: WireServer,
+    loop: str,
+    stream: bool,
+    base_url: str,
+    model: str | None,
+) -> LoopRun:
+    transcripts = shape.transcripts(loop)
+    run = LoopRun(loop, stream, transcripts, step_of=shape.step_of)
+    first = len(server.requests)
+    pipe = build_pipe(
+        shape, spec, base_url, model or shape.model, _key(spec, live=False), stream=stream
+    )
+    with upstream.playing(transcripts):
+        drive_loop(pipe, run, steps=len(transcripts))
+    run.requests = list(server.requests[first:])
+    return run
+
+
+def drive_loop(pipe: Any, run: LoopRun, *, steps: int, prompt: str = _PROMPT) -> None:
+    """Run a tool loop of at most ``steps`` steps, recording each step into ``run``."""
+    conversation = Conversation(system="You are terse.").add_user(prompt)
+    seen = StepRun()
+    pipe.set_event_callback(_collector(lambda: seen))
+    try:
+        for _ in range(steps):
+            seen = StepRun()
+            run.steps.append(seen)
+            result: PipeResult = conversation.run(pipe)
+            seen.result = result
+            if not result.tool_calls:
+                break
+            for call in result.tool_calls:
+                conversation.add_tool_result(call.id, TOOL_RESULT)
+    except ReasoningStreamError as error:
+        run.error = _one_line(error)
+        if run.steps and run.steps[-1].result is None:
+            run.steps.pop()
+    finally:
+        close = getattr(pipe, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
+
+
+def _collector(current: Callable[[], StepRun]) -> Callable[[Event], None]:
+    def collect(event: Event) -> None:
+        if isinstance(event, ReasoningDelta):
+            current().reasoning += event.text
+        elif isinstance(event, TextDelta):
+            current().text += event.text
+
+    return collect
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}"
+
+
+def _rows(shape: Shape, runs: Mapping[tuple[str, bool], LoopRun]) -> list[ConformRow]:
+    rows: list[ConformRow] = []
+    for rule in shape.rules:
+        (ok_streamed, streamed), (ok_oneshot, oneshot_detail) = (
+            rule.check(runs[rule.loop, stream]) for stream in (True, False)
+        )
+        if streamed == oneshot_detail:
+            detail = f"streamed and one-shot alike: {streamed}"
+        else:
+            detail = f"streamed: {streamed} | one-shot: {oneshot_detail}"
+        rows.append(ConformRow(rule.name, ok_streamed and ok_oneshot, detail, rule.doc))
+    equal = [stream_equals_oneshot(runs[loop, True], runs[loop, False]) for loop in shape.loops]
+    rows.append(
+        ConformRow(
+            "stream_equals_oneshot",
+            all(ok for ok, _ in equal),
+            " | ".join(detail for _, detail in equal),
+            STREAMING_DOC,
+        )
+    )
+    wire = _reference_shape(shape)
+    seen = [(loop, reasoning_as_reasoning(wire, runs[loop, True])) for loop in shape.loops]
+    rows.append(
+        ConformRow(
+            "reasoning_as_reasoning",
+            all(ok for _, (ok, _) in seen),
+            " | ".join(f"loop '{loop}': {detail}" for loop, (_, detail) in seen),
+            DOCS_BY_SHAPE[wire],
+        )
+    )
+    return rows
+
+
+def _reference_shape(shape: Shape) -> str:
+    return "openrouter" if shape.provider_id == "openrouter" else shape.wire
