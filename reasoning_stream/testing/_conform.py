@@ -152,7 +152,7 @@ def conform(
         }
     finally:
         server.stop()
-    rows = _rows(shape, runs)
+    rows = _rows(shape, PassbackPolicy.for_provider(spec.id, shape.model), runs)
     return ConformReport(
         provider, base_url, tuple(rows), upstream_url=upstream_url, requests=tuple(server.requests)
     )
@@ -308,9 +308,15 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[:300]}"
 
 
-def _rows(shape: Shape, runs: Mapping[tuple[str, bool], LoopRun]) -> list[ConformRow]:
+def _rows(
+    shape: Shape, policy: PassbackPolicy, runs: Mapping[tuple[str, bool], LoopRun]
+) -> list[ConformRow]:
     rows: list[ConformRow] = []
-    for rule in shape.rules:
+    said = (
+        f" (the registry's passback policy for {shape.model}: states {policy.states}, "
+        f"readable reasoning {policy.reasoning})"
+    )
+    for rule in (rule for rule in shape.rules if rule.applies(policy)):
         (ok_streamed, streamed), (ok_oneshot, oneshot_detail) = (
             rule.check(runs[rule.loop, stream]) for stream in (True, False)
         )
@@ -318,7 +324,7 @@ def _rows(shape: Shape, runs: Mapping[tuple[str, bool], LoopRun]) -> list[Confor
             detail = f"streamed and one-shot alike: {streamed}"
         else:
             detail = f"streamed: {streamed} | one-shot: {oneshot_detail}"
-        rows.append(ConformRow(rule.name, ok_streamed and ok_oneshot, detail, rule.doc))
+        rows.append(ConformRow(rule.name, ok_streamed and ok_oneshot, detail + said, rule.doc))
     equal = [stream_equals_oneshot(runs[loop, True], runs[loop, False]) for loop in shape.loops]
     rows.append(
         ConformRow(

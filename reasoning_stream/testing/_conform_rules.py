@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reasoning_stream import PipeResult
+from reasoning_stream import PassbackPolicy, PipeResult
 from reasoning_stream.testing._conform_wire import (
     anthropic_blocks,
     anthropic_omitted,
@@ -99,12 +99,29 @@ Check = Callable[[LoopRun], tuple[bool, str]]
 
 @dataclass(frozen=True)
 class Rule:
-    """One documented rule: a name, the doc that states it, the loop it reads, its check."""
+    """One documented rule: a name, the doc that states it, the loop it reads, its check,
+    and when it applies: given the passback policy the registry has for the model."""
 
     name: str
     doc: str
     loop: str
     check: Check
+    applies: Callable[[PassbackPolicy], bool]
+
+
+def sends_states(kind: str) -> Callable[[PassbackPolicy], bool]:
+    """Applies when the policy sends opaque states of ``kind`` back in a tool loop."""
+
+    def applies(policy: PassbackPolicy) -> bool:
+        kinds = policy.kinds
+        return policy.states != "never" and (kinds is None or kind in kinds)
+
+    return applies
+
+
+def sends_reasoning(policy: PassbackPolicy) -> bool:
+    """Applies when the policy sends readable reasoning back on tool-call turns."""
+    return policy.reasoning != "never"
 
 
 def _sequence(values: Sequence[Any]) -> str:
@@ -485,6 +502,7 @@ SHAPES: dict[str, Shape] = {
                 ANTHROPIC_DOC,
                 "interleaved",
                 _anthropic_blocks_rule("thinking", "signature", "signature", "signatures"),
+                sends_states("signature"),
             ),
             Rule(
                 "signature_only_block_kept",
@@ -493,14 +511,22 @@ SHAPES: dict[str, Shape] = {
                 _anthropic_blocks_rule(
                     "thinking", "signature", "signature", "signature-only thinking blocks"
                 ),
+                sends_states("signature"),
             ),
             Rule(
                 "redacted_block_kept",
                 ANTHROPIC_DOC,
                 "interleaved",
                 _anthropic_blocks_rule("redacted_thinking", "data", "redacted", "redacted blocks"),
+                sends_states("redacted"),
             ),
-            Rule("block_order", ANTHROPIC_DOC, "interleaved", _anthropic_order),
+            Rule(
+                "block_order",
+                ANTHROPIC_DOC,
+                "interleaved",
+                _anthropic_order,
+                sends_states("signature"),
+            ),
         ),
         step_of=lambda body: int(_has(body, "messages", lambda b: b.get("type") == "tool_result")),
         streams=_body_streams,
@@ -512,7 +538,13 @@ SHAPES: dict[str, Shape] = {
         model="o4-mini",
         loops={"function_call": ("openai_responses_function_call", "openai_responses_followup")},
         rules=(
-            Rule("reasoning_item_before_follower", RESPONSES_DOC, "function_call", _responses_item),
+            Rule(
+                "reasoning_item_before_follower",
+                RESPONSES_DOC,
+                "function_call",
+                _responses_item,
+                sends_states("encrypted"),
+            ),
         ),
         step_of=lambda body: int(
             _has(body, "input", lambda item: item.get("type") == "function_call_output")
@@ -540,6 +572,7 @@ SHAPES: dict[str, Shape] = {
                 DEEPSEEK_DOC,
                 "tool_call",
                 _chat_echo("reasoning_content", "text"),
+                sends_reasoning,
             ),
         ),
         step_of=_chat_step,
@@ -557,6 +590,7 @@ SHAPES: dict[str, Shape] = {
                 OPENROUTER_DOC,
                 "tool_call",
                 _chat_echo("reasoning_details", "reasoning_details"),
+                sends_states("reasoning_details"),
             ),
         ),
         step_of=_chat_step,
@@ -568,7 +602,15 @@ SHAPES: dict[str, Shape] = {
         wire="gemini",
         model="gemini-3-pro-preview",
         loops={"tool_call": ("gemini_tool_call", "gemini_tool_answer")},
-        rules=(Rule("thought_signature_on_part", GEMINI_DOC, "tool_call", _gemini_signature),),
+        rules=(
+            Rule(
+                "thought_signature_on_part",
+                GEMINI_DOC,
+                "tool_call",
+                _gemini_signature,
+                sends_states("signature"),
+            ),
+        ),
         step_of=lambda body: int(_has(body, "contents", lambda part: "functionResponse" in part)),
         streams=lambda request, body: "streamGenerateContent" in request.path,
         tool={
