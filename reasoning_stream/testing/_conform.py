@@ -30,14 +30,13 @@ from reasoning_stream import (
 )
 from reasoning_stream.testing._conform_rules import (
     DOCS_BY_SHAPE,
-    SHAPES,
     STREAMING_DOC,
     LoopRun,
-    Shape,
     StepRun,
     reasoning_as_reasoning,
     stream_equals_oneshot,
 )
+from reasoning_stream.testing._conform_shapes import SHAPES, Shape
 from reasoning_stream.testing._conform_wire import oneshot
 from reasoning_stream.testing._transcript import Transcript
 from reasoning_stream.testing._wire import RecordedRequest, WireServer

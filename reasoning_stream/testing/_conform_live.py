@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from reasoning_stream.testing._conform_rules import DOCS_BY_SHAPE, LoopRun, Shape
+from reasoning_stream.testing._conform_rules import DOCS_BY_SHAPE, LoopRun
+from reasoning_stream.testing._conform_shapes import Shape
 
 if TYPE_CHECKING:
     from reasoning_stream.providers._spec import ProviderSpec

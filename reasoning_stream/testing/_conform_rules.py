@@ -1,4 +1,4 @@
-"""The conformance probe's rules: for each wire shape, its loops and what each rule checks.
+"""The conformance probe's rules: what each one checks on a recorded run of a tool loop.
 
 A rule reads one recorded run of a tool loop (:class:`LoopRun`: what the client got back at
 each step and what the upstream received) and the transcripts the upstream replayed, and
@@ -17,7 +17,6 @@ from typing import Any
 from reasoning_stream import PassbackPolicy, PipeResult
 from reasoning_stream.testing._conform_wire import (
     anthropic_blocks,
-    anthropic_omitted,
     chat_message,
     fingerprint,
     gemini_parts,
@@ -26,7 +25,20 @@ from reasoning_stream.testing._conform_wire import (
 from reasoning_stream.testing._transcript import Transcript
 from reasoning_stream.testing._wire import RecordedRequest
 
-__all__ = ["SHAPES", "LoopRun", "Rule", "Shape", "StepRun"]
+__all__ = [
+    "LoopRun",
+    "Rule",
+    "StepRun",
+    "anthropic_blocks_rule",
+    "anthropic_order",
+    "chat_echo",
+    "gemini_signature",
+    "reasoning_as_reasoning",
+    "responses_item",
+    "sends_reasoning",
+    "sends_states",
+    "stream_equals_oneshot",
+]
 
 ANTHROPIC_DOC = (
     "https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking"
@@ -161,7 +173,7 @@ def _anthropic_content(run: LoopRun) -> list[Mapping[str, Any]] | None:
     return [block for block in message["content"] if isinstance(block, Mapping)]
 
 
-def _anthropic_blocks_rule(kind: str, field_name: str, state_kind: str, what: str) -> Check:
+def anthropic_blocks_rule(kind: str, field_name: str, state_kind: str, what: str) -> Check:
     def check(run: LoopRun) -> tuple[bool, str]:
         def counts(block: Mapping[str, Any]) -> bool:
             # The omitted loop checks signature-only blocks: no thinking text at all.
@@ -178,7 +190,7 @@ def _anthropic_blocks_rule(kind: str, field_name: str, state_kind: str, what: st
     return check
 
 
-def _anthropic_order(run: LoopRun) -> tuple[bool, str]:
+def anthropic_order(run: LoopRun) -> tuple[bool, str]:
     reference = [block["type"] for block in anthropic_blocks(run.transcripts[0])]
     content = _anthropic_content(run)
     if content is None:
@@ -193,7 +205,7 @@ def _anthropic_order(run: LoopRun) -> tuple[bool, str]:
 # ------------------------------------------------------------------------------ responses
 
 
-def _responses_item(run: LoopRun) -> tuple[bool, str]:
+def responses_item(run: LoopRun) -> tuple[bool, str]:
     items = responses_output(run.transcripts[0])
     reasoning = next(item for item in items if item["type"] == "reasoning")
     call = next(item for item in items if item["type"] == "function_call")
@@ -235,7 +247,7 @@ def _responses_item(run: LoopRun) -> tuple[bool, str]:
 # ------------------------------------------------------------------------------ chat shapes
 
 
-def _chat_echo(field_name: str, kinds: str) -> Check:
+def chat_echo(field_name: str, kinds: str) -> Check:
     def check(run: LoopRun) -> tuple[bool, str]:
         reference = chat_message(run.transcripts[0]).get(field_name)
         body = run.body(1)
@@ -288,7 +300,7 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
 
-def _gemini_signature(run: LoopRun) -> tuple[bool, str]:
+def gemini_signature(run: LoopRun) -> tuple[bool, str]:
     reference = _signed_parts(gemini_parts(run.transcripts[0]))
     turn = _last_message(run.body(1), "model", key="contents")
     if turn is None:
@@ -416,212 +428,3 @@ def reasoning_as_reasoning(shape: str, run: LoopRun) -> tuple[bool, str]:
         )
     )
     return not problems, detail
-
-
-# --------------------------------------------------------------------------------- shapes
-
-
-def _has(body: Any, key: str, test: Callable[[Mapping[str, Any]], bool]) -> bool:
-    """Whether any item of ``body[key]``, or any block inside one, passes ``test``."""
-    for item in (body or {}).get(key) or ():
-        if not isinstance(item, Mapping):
-            continue
-        if test(item):
-            return True
-        inner = item.get("content") if key == "messages" else item.get("parts")
-        if isinstance(inner, list) and any(isinstance(b, Mapping) and test(b) for b in inner):
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class Shape:
-    """A wire shape the probe knows: its provider id, transcripts' model, loops and rules.
-
-    ``loops`` name each loop's streamed replies, one per step (the one-shot replies are
-    what they add up to); ``step_of`` reads a request body's step (1 once it carries a
-    tool result); ``streams`` says whether a request asks for a stream.
-    """
-
-    provider_id: str
-    wire: str
-    model: str
-    loops: Mapping[str, tuple[str, ...]]
-    rules: tuple[Rule, ...]
-    step_of: Callable[[Any], int]
-    streams: Callable[[RecordedRequest, Any], bool]
-    tool: Mapping[str, Any]
-
-    def transcripts(self, loop: str) -> tuple[Transcript, ...]:
-        """The streamed replies of ``loop``, loaded (derived ones built)."""
-        loaded = []
-        for name in self.loops[loop]:
-            if name.endswith(":omitted"):
-                loaded.append(anthropic_omitted(Transcript.load(name.removesuffix(":omitted"))))
-            else:
-                loaded.append(Transcript.load(name))
-        return tuple(loaded)
-
-
-def _body_streams(request: RecordedRequest, body: Any) -> bool:
-    return isinstance(body, Mapping) and body.get("stream") is True
-
-
-_SCHEMA = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}},
-    "required": ["city"],
-}
-_TOOL = ("get_weather", "Current weather for a city.")
-_CHAT_TOOL = {
-    "tools": [
-        {
-            "type": "function",
-            "function": {"name": _TOOL[0], "description": _TOOL[1], "parameters": _SCHEMA},
-        }
-    ]
-}
-
-
-def _chat_step(body: Any) -> int:
-    return int(_has(body, "messages", lambda message: message.get("role") == "tool"))
-
-
-SHAPES: dict[str, Shape] = {
-    "anthropic": Shape(
-        provider_id="anthropic",
-        wire="anthropic",
-        model="claude-sonnet-4-5",
-        loops={
-            "interleaved": ("anthropic_interleaved_tool", "anthropic_tool_answer"),
-            "omitted": ("anthropic_interleaved_tool:omitted", "anthropic_tool_answer"),
-        },
-        rules=(
-            Rule(
-                "signature_byte_for_byte",
-                ANTHROPIC_DOC,
-                "interleaved",
-                _anthropic_blocks_rule("thinking", "signature", "signature", "signatures"),
-                sends_states("signature"),
-            ),
-            Rule(
-                "signature_only_block_kept",
-                ANTHROPIC_DOC,
-                "omitted",
-                _anthropic_blocks_rule(
-                    "thinking", "signature", "signature", "signature-only thinking blocks"
-                ),
-                sends_states("signature"),
-            ),
-            Rule(
-                "redacted_block_kept",
-                ANTHROPIC_DOC,
-                "interleaved",
-                _anthropic_blocks_rule("redacted_thinking", "data", "redacted", "redacted blocks"),
-                sends_states("redacted"),
-            ),
-            Rule(
-                "block_order",
-                ANTHROPIC_DOC,
-                "interleaved",
-                _anthropic_order,
-                sends_states("signature"),
-            ),
-        ),
-        step_of=lambda body: int(_has(body, "messages", lambda b: b.get("type") == "tool_result")),
-        streams=_body_streams,
-        tool={"tools": [{"name": _TOOL[0], "description": _TOOL[1], "input_schema": _SCHEMA}]},
-    ),
-    "responses": Shape(
-        provider_id="openai-responses",
-        wire="responses",
-        model="o4-mini",
-        loops={"function_call": ("openai_responses_function_call", "openai_responses_followup")},
-        rules=(
-            Rule(
-                "reasoning_item_before_follower",
-                RESPONSES_DOC,
-                "function_call",
-                _responses_item,
-                sends_states("encrypted"),
-            ),
-        ),
-        step_of=lambda body: int(
-            _has(body, "input", lambda item: item.get("type") == "function_call_output")
-        ),
-        streams=_body_streams,
-        tool={
-            "tools": [
-                {
-                    "type": "function",
-                    "name": _TOOL[0],
-                    "description": _TOOL[1],
-                    "parameters": _SCHEMA,
-                }
-            ]
-        },
-    ),
-    "openai": Shape(
-        provider_id="openai-chat",
-        wire="chat",
-        model="deepseek-reasoner",
-        loops={"tool_call": ("openai_chat_tool_call", "openai_chat_no_reasoning")},
-        rules=(
-            Rule(
-                "reasoning_content_echoed",
-                DEEPSEEK_DOC,
-                "tool_call",
-                _chat_echo("reasoning_content", "text"),
-                sends_reasoning,
-            ),
-        ),
-        step_of=_chat_step,
-        streams=_body_streams,
-        tool=_CHAT_TOOL,
-    ),
-    "openrouter": Shape(
-        provider_id="openrouter",
-        wire="chat",
-        model="google/gemini-2.5-pro",
-        loops={"tool_call": ("openrouter_tool_call", "openrouter_no_reasoning")},
-        rules=(
-            Rule(
-                "reasoning_details_echoed",
-                OPENROUTER_DOC,
-                "tool_call",
-                _chat_echo("reasoning_details", "reasoning_details"),
-                sends_states("reasoning_details"),
-            ),
-        ),
-        step_of=_chat_step,
-        streams=_body_streams,
-        tool=_CHAT_TOOL,
-    ),
-    "gemini": Shape(
-        provider_id="gemini",
-        wire="gemini",
-        model="gemini-3-pro-preview",
-        loops={"tool_call": ("gemini_tool_call", "gemini_tool_answer")},
-        rules=(
-            Rule(
-                "thought_signature_on_part",
-                GEMINI_DOC,
-                "tool_call",
-                _gemini_signature,
-                sends_states("signature"),
-            ),
-        ),
-        step_of=lambda body: int(_has(body, "contents", lambda part: "functionResponse" in part)),
-        streams=lambda request, body: "streamGenerateContent" in request.path,
-        tool={
-            "tools": [
-                {
-                    "functionDeclarations": [
-                        {"name": _TOOL[0], "description": _TOOL[1], "parameters": _SCHEMA}
-                    ]
-                }
-            ]
-        },
-    ),
-}
-"""The wire shapes the probe drives, by ``--provider`` name."""
