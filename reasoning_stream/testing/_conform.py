@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -44,7 +45,7 @@ from reasoning_stream.testing._wire import RecordedRequest, WireServer
 if TYPE_CHECKING:
     from reasoning_stream.providers._spec import ProviderSpec
 
-__all__ = ["ConformReport", "ConformRow", "conform", "conform_providers"]
+__all__ = ["ConformReport", "ConformRow", "conform", "conform_providers", "run_probe"]
 
 TOOL_RESULT = "18 °C, sunny"
 """What the probe's weather tool answers, at every step."""
@@ -104,9 +105,11 @@ def conform(
     model: str | None = None,
     upstream_port: int | None = None,
     live: bool = False,
-    on_upstream: Callable[[str], None] | None = None,
 ) -> ConformReport:
     """Check that the gateway at ``base_url`` keeps ``provider``'s reasoning intact.
+
+    Offline, the upstream's URL is printed (to standard error) once it listens, before any
+    request, for the gateway's config.
 
     Args:
         provider: the wire shape the gateway speaks, as a ``--provider`` name
@@ -115,17 +118,37 @@ def conform(
             (``http://localhost:4000`` for Anthropic Messages, ``.../v1`` for OpenAI).
         model: the model name the gateway routes (default: the transcripts' model).
         upstream_port: the port the offline upstream listens on, so the gateway's config
-            can name it ahead (default: a free port; the URL goes to ``on_upstream``).
+            can name it ahead (default: a free port).
         live: send one small real tool loop through the gateway to the real API instead,
             with the key from the provider's usual variable (never printed).
-        on_upstream: called with the upstream's URL once it listens, before any request.
 
     Returns:
         a :class:`ConformReport`; ``report.passed`` only when every rule held.
 
     Raises:
-        UsageError: an unknown provider, a bad base URL, or (live) no key.
+        UsageError: an unknown provider, a bad base URL, a busy port, or (live) no key.
     """
+
+    def announce(url: str) -> None:
+        sys.stderr.write(f"reasoning-stream conform: upstream at {url} ({provider})\n")
+        sys.stderr.flush()
+
+    return run_probe(
+        provider, base_url, model=model, upstream_port=upstream_port, live=live,
+        on_upstream=announce,
+    )  # fmt: skip
+
+
+def run_probe(
+    provider: str,
+    base_url: str,
+    *,
+    model: str | None = None,
+    upstream_port: int | None = None,
+    live: bool = False,
+    on_upstream: Callable[[str], None] | None = None,
+) -> ConformReport:
+    """:func:`conform`, telling ``on_upstream`` the upstream's URL instead of printing it."""
     shape, spec = _shape(provider)
     if not base_url.startswith(("http://", "https://")):
         raise UsageError(f"base_url must be an http:// or https:// URL, got {base_url!r}")

@@ -71,7 +71,7 @@ def conform_command(
 ) -> int:
     """Run the probe; 0 when every rule held, 1 when one did not, 2 on a usage error."""
     from reasoning_stream import ReasoningStreamError, UsageError
-    from reasoning_stream.testing._conform import conform
+    from reasoning_stream.testing._conform import run_probe
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -84,7 +84,7 @@ def conform_command(
         out.flush()
 
     try:
-        report = conform(
+        report = run_probe(
             args.provider,
             args.base_url,
             model=args.model,
@@ -99,6 +99,12 @@ def conform_command(
         err.write(f"reasoning-stream: conform failed: {error}\n")
         return 1
     out.write(render_report(report.rows))
+    if not args.live and not report.requests:
+        err.write(
+            f"reasoning-stream: the upstream at {report.upstream_url} received no request: is "
+            f"the gateway at {args.base_url} running, and does its {args.provider} upstream "
+            "point there? (--upstream-port fixes the port)\n"
+        )
     if args.json:
         try:
             with open(args.json, "w", encoding="utf-8") as file:

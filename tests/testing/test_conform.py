@@ -332,3 +332,25 @@ def test_cli_rejects_a_provider_it_cannot_probe(capsys: pytest.CaptureFixture[st
         main(cli("--provider", "ollama", "--base-url", "http://127.0.0.1:9"))
     assert exit_info.value.code == 2
     assert "choose from" in capsys.readouterr().err
+
+
+def test_cli_says_when_the_gateway_never_reached_the_upstream(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with WireServer() as closed:
+        dead = closed.url  # a port nothing listens on once this server stops
+    status = main(cli("--provider", "openai", "--base-url", dead + "/v1"))
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert "no request of step 1 reached the upstream" in out
+    assert "received no request" in err and f"the gateway at {dead}/v1" in err
+
+
+def test_conform_prints_the_upstream_url_before_any_request(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    gateway = Gateway()
+    with running(gateway) as url:
+        report = conform("openai", url + "/v1", upstream_port=gateway.upstream_port)
+    assert report.upstream_url == f"http://127.0.0.1:{gateway.upstream_port}"
+    assert report.upstream_url in capsys.readouterr().err
