@@ -113,7 +113,8 @@ def conform(
 
     Args:
         provider: the wire shape the gateway speaks, as a ``--provider`` name
-            (``"anthropic"``, ``"responses"``, ``"openai"``, ``"openrouter"``, ``"gemini"``).
+            (``"anthropic"``, ``"responses"``, ``"openai"``, ``"openrouter"``, ``"gemini"``,
+            ``"ollama"``).
         base_url: the gateway's API root for that shape, as our pipe would take it
             (``http://localhost:4000`` for Anthropic Messages, ``.../v1`` for OpenAI).
         model: the model name the gateway routes (default: the transcripts' model).
@@ -260,8 +261,10 @@ def build_pipe(
         options["thinking"] = {"type": "enabled", "budget_tokens": 2048}
     elif shape.wire == "responses":
         options["store"] = False
-    elif shape.wire == "chat":
+    elif shape.wire in ("chat", "ollama"):
         options["inline_tags"] = False  # reasoning turned into <think> text must count as text
+    if shape.wire == "ollama":
+        options["think"] = True
     pipe = spec.pipe_class()(model, **options)
     pipe.passback = PassbackPolicy.for_provider(spec.id, shape.model)
     return pipe

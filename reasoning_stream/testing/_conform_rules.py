@@ -20,6 +20,7 @@ from reasoning_stream.testing._conform_wire import (
     chat_message,
     fingerprint,
     gemini_parts,
+    ollama_message,
     responses_output,
 )
 from reasoning_stream.testing._transcript import Transcript
@@ -48,6 +49,7 @@ RESPONSES_DOC = "https://platform.openai.com/docs/guides/reasoning#encrypted-rea
 DEEPSEEK_DOC = "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
 GEMINI_DOC = "https://ai.google.dev/gemini-api/docs/thought-signatures"
 OPENROUTER_DOC = "https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks"
+OLLAMA_DOC = "https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion"
 STREAMING_DOC = "https://platform.openai.com/docs/api-reference/chat-streaming"
 DOCS_BY_SHAPE = {
     "anthropic": "https://docs.anthropic.com/en/docs/build-with-claude/streaming",
@@ -55,6 +57,7 @@ DOCS_BY_SHAPE = {
     "chat": DEEPSEEK_DOC,
     "openrouter": OPENROUTER_DOC,
     "gemini": "https://ai.google.dev/gemini-api/docs/thinking#summaries",
+    "ollama": OLLAMA_DOC,
 }
 
 
@@ -247,9 +250,16 @@ def responses_item(run: LoopRun) -> tuple[bool, str]:
 # ------------------------------------------------------------------------------ chat shapes
 
 
-def chat_echo(field_name: str, kinds: str) -> Check:
+def chat_echo(
+    field_name: str,
+    kinds: str,
+    read: Callable[[Transcript], Mapping[str, Any]] = chat_message,
+) -> Check:
+    """The tool-call turn goes back with ``field_name`` as ``read`` finds it in the stream;
+    ``kinds`` is ``"text"`` (readable reasoning) or the opaque state kind the client keeps."""
+
     def check(run: LoopRun) -> tuple[bool, str]:
-        reference = chat_message(run.transcripts[0]).get(field_name)
+        reference = read(run.transcripts[0]).get(field_name)
         body = run.body(1)
         if body is None:
             return False, run.missing(1)
@@ -393,6 +403,9 @@ def _reference_pieces(shape: str, transcript: Transcript) -> tuple[list[str], li
             [str(p["text"]) for p in parts if "text" in p and p.get("thought")],
             [str(p["text"]) for p in parts if "text" in p and not p.get("thought")],
         )
+    if shape == "ollama":
+        said = ollama_message(transcript)
+        return [str(said.get("thinking") or "")], [str(said.get("content") or "")]
     message = chat_message(transcript)
     field_name = "reasoning" if shape == "openrouter" else "reasoning_content"
     return [str(message.get(field_name) or "")], [str(message.get("content") or "")]

@@ -15,6 +15,7 @@ from reasoning_stream.testing._conform_rules import (
     ANTHROPIC_DOC,
     DEEPSEEK_DOC,
     GEMINI_DOC,
+    OLLAMA_DOC,
     OPENROUTER_DOC,
     RESPONSES_DOC,
     Rule,
@@ -26,7 +27,7 @@ from reasoning_stream.testing._conform_rules import (
     sends_reasoning,
     sends_states,
 )
-from reasoning_stream.testing._conform_wire import anthropic_omitted
+from reasoning_stream.testing._conform_wire import anthropic_omitted, ollama_message
 from reasoning_stream.testing._transcript import Transcript
 from reasoning_stream.testing._wire import RecordedRequest
 
@@ -234,6 +235,27 @@ SHAPES: dict[str, Shape] = {
                 }
             ]
         },
+    ),
+    "ollama": Shape(
+        provider_id="ollama",
+        wire="ollama",
+        model="qwen3",
+        loops={"tool_call": ("ollama_chat_tool_call", "ollama_chat_plain")},
+        rules=(
+            Rule(
+                "thinking_echoed",
+                OLLAMA_DOC,
+                "tool_call",
+                chat_echo("thinking", "text", read=ollama_message),
+                sends_reasoning,
+            ),
+        ),
+        step_of=_chat_step,
+        # Ollama streams unless a request says "stream": false.
+        streams=lambda request, body: (
+            not (isinstance(body, Mapping) and body.get("stream") is False)
+        ),
+        tool={"tools": _CHAT_TOOL["tools"]},
     ),
 }
 """The wire shapes the probe drives, by ``--provider`` name."""

@@ -22,6 +22,7 @@ __all__ = [
     "chat_message",
     "fingerprint",
     "gemini_parts",
+    "ollama_message",
     "oneshot",
     "responses_output",
     "sse_data",
@@ -200,13 +201,39 @@ def _gemini_body(transcript: Transcript) -> dict[str, Any]:
     return {"candidates": [candidate], **body}
 
 
+# --------------------------------------------------------------------------------- ollama
+
+
+def ollama_message(transcript: Transcript) -> dict[str, Any]:
+    """The assistant message an Ollama ``/api/chat`` NDJSON stream adds up to."""
+    message: dict[str, Any] = {"role": "assistant", "content": ""}
+    for line in transcript.events:
+        part = line.get("message") if isinstance(line, Mapping) else None
+        if not isinstance(part, Mapping):
+            continue
+        for field in ("content", "thinking"):
+            if isinstance(part.get(field), str):
+                message[field] = message.get(field, "") + part[field]
+        if part.get("tool_calls"):
+            message["tool_calls"] = [*message.get("tool_calls", ()), *part["tool_calls"]]
+    return message
+
+
+def _ollama_body(transcript: Transcript) -> dict[str, Any]:
+    last = next(
+        (dict(line) for line in reversed(transcript.events) if isinstance(line, Mapping)), {}
+    )
+    return {**last, "message": ollama_message(transcript), "done": True}
+
+
 # ------------------------------------------------------------------------------- one-shot
 
 
 def oneshot(transcript: Transcript, shape: str, path: str | None = None) -> Transcript:
     """The one-shot (non-streaming) reply a streamed transcript of ``shape`` adds up to.
 
-    ``shape`` is ``"anthropic"``, ``"responses"``, ``"chat"`` or ``"gemini"``; ``path``
+    ``shape`` is ``"anthropic"``, ``"responses"``, ``"chat"``, ``"gemini"`` or ``"ollama"``;
+    ``path``
     replaces the route (Gemini answers one-shot requests at ``:generateContent``).
     """
     builders = {
@@ -214,6 +241,7 @@ def oneshot(transcript: Transcript, shape: str, path: str | None = None) -> Tran
         "responses": _responses_body,
         "chat": _chat_body,
         "gemini": _gemini_body,
+        "ollama": _ollama_body,
     }
     return Transcript(
         name=f"{transcript.name}_oneshot",

@@ -2,8 +2,8 @@
 
 ``Gateway`` is a Starlette app under uvicorn on a loopback port. It forwards every request
 to the probe's upstream, byte for byte, except where its :class:`Damage` says otherwise:
-``request`` rewrites the JSON body going upstream, ``event`` each streamed SSE ``data``
-object coming back, ``oneshot`` a one-shot JSON reply coming back.
+``request`` rewrites the JSON body going upstream, ``event`` each streamed object coming
+back (an SSE ``data`` line or an NDJSON line), ``oneshot`` a one-shot JSON reply.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Gateway:
             stream=True,
         )
         kind = upstream.headers.get("content-type", "application/json")
-        if "text/event-stream" not in kind:
+        if kind.startswith("application/json"):
             raw = await upstream.aread()
             await upstream.aclose()
             await client.aclose()
@@ -76,10 +76,13 @@ class Gateway:
             return Response(raw, status_code=upstream.status_code, media_type=kind)
 
         async def events() -> Any:
+            # SSE data lines, or NDJSON lines (Ollama): each JSON object through the damage.
             try:
                 async for line in upstream.aiter_lines():
                     if line.startswith("data: ") and line[6:].startswith("{"):
                         line = "data: " + json.dumps(self.damage.event(json.loads(line[6:])))
+                    elif line.startswith("{"):
+                        line = json.dumps(self.damage.event(json.loads(line)))
                     yield (line + "\n").encode()
             finally:
                 await upstream.aclose()

@@ -21,7 +21,7 @@ from reasoning_stream.testing import ConformReport, WireServer, conform
 from tests.testing.gateways import Damage, Gateway, Json, running
 
 ROOTS = {"anthropic": "", "responses": "/v1", "openai": "/v1", "openrouter": "/api/v1",
-         "gemini": "/v1beta"}  # fmt: skip
+         "gemini": "/v1beta", "ollama": ""}  # fmt: skip
 RULES = {
     "anthropic": {
         "signature_byte_for_byte",
@@ -36,6 +36,7 @@ RULES = {
     "openai": {"reasoning_content_echoed", "stream_equals_oneshot", "reasoning_as_reasoning"},
     "openrouter": {"reasoning_details_echoed", "stream_equals_oneshot", "reasoning_as_reasoning"},
     "gemini": {"thought_signature_on_part", "stream_equals_oneshot", "reasoning_as_reasoning"},
+    "ollama": {"thinking_echoed", "stream_equals_oneshot", "reasoning_as_reasoning"},
 }  # fmt: skip
 
 
@@ -134,6 +135,14 @@ def chat_oneshot_text(body: Json) -> Json:
     return body
 
 
+def ollama_thinking_into_text(line: Json) -> Json:
+    message = line.get("message") or {}
+    thinking = message.pop("thinking", None)
+    if isinstance(thinking, str):
+        message["content"] = "<think>" + thinking + (message.get("content") or "")
+    return line
+
+
 def move_signatures(parts: list[Json]) -> list[Json]:
     """Each thoughtSignature moves to the next part (the last one's to the first)."""
     signatures = [part.pop("thoughtSignature", None) for part in parts]
@@ -172,6 +181,10 @@ BROKEN: list[tuple[str, str, Damage, set[str]]] = [
      {"reasoning_details_echoed"}),
     ("gemini", "moves thoughtSignature", Damage(request=messages("model", move_signatures)),
      {"thought_signature_on_part"}),
+    ("ollama", "strips thinking",
+     Damage(request=assistant_field(lambda m: m.pop("thinking", None))), {"thinking_echoed"}),
+    ("ollama", "turns streamed thinking into text", Damage(event=ollama_thinking_into_text),
+     {"reasoning_as_reasoning", "stream_equals_oneshot", "thinking_echoed"}),
 ]  # fmt: skip
 
 
@@ -329,7 +342,7 @@ def test_cli_live_without_a_key_is_a_usage_error(capsys: pytest.CaptureFixture[s
 
 def test_cli_rejects_a_provider_it_cannot_probe(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(cli("--provider", "ollama", "--base-url", "http://127.0.0.1:9"))
+        main(cli("--provider", "bedrock", "--base-url", "http://127.0.0.1:9"))
     assert exit_info.value.code == 2
     assert "choose from" in capsys.readouterr().err
 

@@ -21,10 +21,13 @@ import pytest
 from reasoning_stream.testing import conform
 from tests.redis_server import free_port
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("REASONING_STREAM_LITELLM") != "1",
-    reason="opt-in: set REASONING_STREAM_LITELLM=1 (needs pip install 'litellm[proxy]')",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("REASONING_STREAM_LITELLM") != "1",
+        reason="opt-in: set REASONING_STREAM_LITELLM=1 (needs pip install 'litellm[proxy]')",
+    ),
+    pytest.mark.timeout(300),  # the first test waits for LiteLLM's proxy to start
+]
 
 MASTER_KEY = "sk-conform-master-not-a-secret"
 _START_SECONDS = 180.0
