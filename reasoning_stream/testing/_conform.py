@@ -16,24 +16,15 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from reasoning_stream import (
-    Conversation,
-    Event,
-    PassbackPolicy,
-    PipeResult,
-    ReasoningDelta,
-    ReasoningStreamError,
-    TextDelta,
-    UsageError,
-)
+from reasoning_stream import PassbackPolicy, UsageError
+from reasoning_stream.testing._conform_loop import build_pipe, drive_loop
+from reasoning_stream.testing._conform_report import ConformReport, ConformRow
 from reasoning_stream.testing._conform_rules import (
     DOCS_BY_SHAPE,
     STREAMING_DOC,
     LoopRun,
-    StepRun,
     reasoning_as_reasoning,
     stream_equals_oneshot,
 )
@@ -47,48 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ConformReport", "ConformRow", "conform", "conform_providers", "run_probe"]
 
-TOOL_RESULT = "18 °C, sunny"
-"""What the probe's weather tool answers, at every step."""
-_PROMPT = "What is the weather in Paris? Use the get_weather tool."
 _OFFLINE_KEY = "conform-offline-not-a-key"
-_TIMEOUT = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class ConformRow:
-    """One rule's verdict: its name, whether it held, what was sent and what came back, and
-    the documentation that states the rule."""
-
-    name: str
-    passed: bool
-    detail: str
-    doc: str
-
-
-@dataclass(frozen=True, slots=True)
-class ConformReport:
-    """What :func:`conform` found: one :class:`ConformRow` per rule.
-
-    ``passed`` is true only when there is at least one row and every row passed;
-    :meth:`to_json` is what ``reasoning-stream conform --json FILE`` writes.
-    """
-
-    provider: str
-    base_url: str
-    rows: tuple[ConformRow, ...]
-    upstream_url: str | None = None
-    live: bool = False
-    requests: tuple[RecordedRequest, ...] = field(default=(), repr=False)
-    """Every request the upstream received (offline), in order."""
-
-    @property
-    def passed(self) -> bool:
-        """Whether every rule held."""
-        return bool(self.rows) and all(row.passed for row in self.rows)
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"passed": bool, "rows": [{"name", "passed", "detail", "doc"}, ...]}``."""
-        return {"passed": self.passed, "rows": [asdict(row) for row in self.rows]}
 
 
 def conform_providers() -> tuple[str, ...]:
@@ -242,34 +192,6 @@ class _Upstream:
         return oneshot(transcript, "chat" if self.shape.wire == "chat" else self.shape.wire)
 
 
-# ------------------------------------------------------------------------------ the loops
-
-
-def build_pipe(
-    shape: Shape, spec: ProviderSpec, base_url: str, model: str, key: str, *, stream: bool
-) -> Any:
-    """Our pipe for ``shape``, pointed at the gateway, with the tool declared and the passback
-    policy the registry gives the transcripts' model."""
-    options: dict[str, Any] = {
-        "base_url": base_url,
-        "api_key": key,
-        "stream": stream,
-        "timeout": _TIMEOUT,
-        "extra_body": dict(shape.tool),
-    }
-    if shape.wire == "anthropic":
-        options["thinking"] = {"type": "enabled", "budget_tokens": 2048}
-    elif shape.wire == "responses":
-        options["store"] = False
-    elif shape.wire in ("chat", "ollama"):
-        options["inline_tags"] = False  # reasoning turned into <think> text must count as text
-    if shape.wire == "ollama":
-        options["think"] = True
-    pipe = spec.pipe_class()(model, **options)
-    pipe.passback = PassbackPolicy.for_provider(spec.id, shape.model)
-    return pipe
-
-
 def _run_loop(
     shape: Shape,
     spec: ProviderSpec,
@@ -290,47 +212,6 @@ def _run_loop(
         drive_loop(pipe, run, steps=len(transcripts))
     run.requests = list(server.requests[first:])
     return run
-
-
-def drive_loop(pipe: Any, run: LoopRun, *, steps: int, prompt: str = _PROMPT) -> None:
-    """Run a tool loop of at most ``steps`` steps, recording each step into ``run``."""
-    conversation = Conversation(system="You are terse.").add_user(prompt)
-    seen = StepRun()
-    pipe.set_event_callback(_collector(lambda: seen))
-    try:
-        for _ in range(steps):
-            seen = StepRun()
-            run.steps.append(seen)
-            result: PipeResult = conversation.run(pipe)
-            seen.result = result
-            if not result.tool_calls:
-                break
-            for call in result.tool_calls:
-                conversation.add_tool_result(call.id, TOOL_RESULT)
-    except ReasoningStreamError as error:
-        run.error = _one_line(error)
-        if run.steps and run.steps[-1].result is None:
-            run.steps.pop()
-    finally:
-        close = getattr(pipe, "close", None)
-        if callable(close):
-            with contextlib.suppress(Exception):
-                close()
-
-
-def _collector(current: Callable[[], StepRun]) -> Callable[[Event], None]:
-    def collect(event: Event) -> None:
-        if isinstance(event, ReasoningDelta):
-            current().reasoning += event.text
-        elif isinstance(event, TextDelta):
-            current().text += event.text
-
-    return collect
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text[:300]}"
 
 
 def _rows(

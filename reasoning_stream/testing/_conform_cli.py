@@ -5,12 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import textwrap
 from typing import IO, Any
 
-__all__ = ["add_conform_command", "conform_command", "render_report"]
-
-_WIDTH = 80
+__all__ = ["add_conform_command", "conform_command"]
 
 
 def _port(value: str) -> int:
@@ -72,6 +69,7 @@ def conform_command(
     """Run the probe; 0 when every rule held, 1 when one did not, 2 on a usage error."""
     from reasoning_stream import ReasoningStreamError, UsageError
     from reasoning_stream.testing._conform import run_probe
+    from reasoning_stream.testing._conform_report import render_report
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -114,17 +112,3 @@ def conform_command(
             err.write(f"reasoning-stream: cannot write {args.json}: {error.strerror}\n")
             return 2
     return 0 if report.passed else 1
-
-
-def render_report(rows: Any) -> str:
-    """The rows as text: a verdict and name per rule, the detail and doc wrapped beneath."""
-    lines: list[str] = []
-    for row in rows:
-        lines.append(f"{'PASS' if row.passed else 'FAIL'}  {row.name}")
-        for part in row.detail.split(" | "):
-            lines.extend(textwrap.wrap(part, _WIDTH, initial_indent="      ",
-                                       subsequent_indent="        "))  # fmt: skip
-        lines.append(f"      doc: {row.doc}")
-    held = sum(1 for row in rows if row.passed)
-    lines.append(f"{held} of {len(rows)} rules held")
-    return "\n".join(lines) + "\n"

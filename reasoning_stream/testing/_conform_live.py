@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from reasoning_stream.testing._conform_loop import build_pipe, drive_loop
+from reasoning_stream.testing._conform_report import ConformRow
 from reasoning_stream.testing._conform_rules import DOCS_BY_SHAPE, LoopRun
 from reasoning_stream.testing._conform_shapes import Shape
 
 if TYPE_CHECKING:
     from reasoning_stream.providers._spec import ProviderSpec
-    from reasoning_stream.testing._conform import ConformRow
 
 __all__ = ["live_rows"]
 
@@ -26,8 +27,6 @@ def live_rows(
     shape: Shape, spec: ProviderSpec, base_url: str, model: str, key: str
 ) -> list[ConformRow]:
     """The rows of one live tool loop of ``shape`` through the gateway at ``base_url``."""
-    from reasoning_stream.testing._conform import ConformRow, build_pipe, drive_loop
-
     pipe = build_pipe(shape, spec, base_url, model, key, stream=True)
     run = LoopRun("live", True, ())
     drive_loop(pipe, run, steps=2)
