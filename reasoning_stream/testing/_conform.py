@@ -22,8 +22,6 @@ from reasoning_stream import PassbackPolicy, UsageError
 from reasoning_stream.testing._conform_loop import build_pipe, drive_loop
 from reasoning_stream.testing._conform_report import ConformReport, ConformRow
 from reasoning_stream.testing._conform_rules import (
-    DOCS_BY_SHAPE,
-    STREAMING_DOC,
     LoopRun,
     reasoning_as_reasoning,
     stream_equals_oneshot,
@@ -237,7 +235,7 @@ def _rows(
             "stream_equals_oneshot",
             all(ok for ok, _ in equal),
             " | ".join(detail for _, detail in equal),
-            STREAMING_DOC,
+            shape.stream_doc,
         )
     )
     wire = _reference_shape(shape)
@@ -247,7 +245,7 @@ def _rows(
             "reasoning_as_reasoning",
             all(ok for _, (ok, _) in seen),
             " | ".join(f"loop '{loop}': {detail}" for loop, (_, detail) in seen),
-            DOCS_BY_SHAPE[wire],
+            shape.reasoning_doc,
         )
     )
     return rows

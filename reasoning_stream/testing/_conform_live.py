@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from reasoning_stream.testing._conform_loop import build_pipe, drive_loop
 from reasoning_stream.testing._conform_report import ConformRow
-from reasoning_stream.testing._conform_rules import DOCS_BY_SHAPE, LoopRun
+from reasoning_stream.testing._conform_rules import LoopRun
 from reasoning_stream.testing._conform_shapes import Shape
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def live_rows(
     pipe = build_pipe(shape, spec, base_url, model, key, stream=True)
     run = LoopRun("live", True, ())
     drive_loop(pipe, run, steps=2)
-    doc = next((rule.doc for rule in shape.rules), DOCS_BY_SHAPE[shape.wire])
+    doc = next((rule.doc for rule in shape.rules), shape.reasoning_doc)
     first = run.result(0)
     second = run.result(1)
     states = Counter(state.kind for state in first.reasoning_state) if first else Counter()
@@ -40,7 +40,7 @@ def live_rows(
             "live_tool_call",
             bool(first and first.tool_calls),
             _first_step(run, model, kept),
-            DOCS_BY_SHAPE[shape.wire],
+            shape.reasoning_doc,
         ),
         ConformRow(
             "live_follow_up_accepted",
@@ -67,7 +67,7 @@ def live_rows(
             f"{len(reasoning)} characters of reasoning arrived as reasoning deltas and "
             f"{kept} opaque state(s) beside them; the answer text "
             + ("holds reasoning tags" if leaked else "holds no reasoning tags"),
-            DOCS_BY_SHAPE[shape.wire],
+            shape.reasoning_doc,
         )
     )
     return rows

@@ -50,15 +50,6 @@ DEEPSEEK_DOC = "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
 GEMINI_DOC = "https://ai.google.dev/gemini-api/docs/thought-signatures"
 OPENROUTER_DOC = "https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks"
 OLLAMA_DOC = "https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion"
-STREAMING_DOC = "https://platform.openai.com/docs/api-reference/chat-streaming"
-DOCS_BY_SHAPE = {
-    "anthropic": "https://docs.anthropic.com/en/docs/build-with-claude/streaming",
-    "responses": "https://platform.openai.com/docs/api-reference/responses-streaming",
-    "chat": DEEPSEEK_DOC,
-    "openrouter": OPENROUTER_DOC,
-    "gemini": "https://ai.google.dev/gemini-api/docs/thinking#summaries",
-    "ollama": OLLAMA_DOC,
-}
 
 
 @dataclass
@@ -430,14 +421,14 @@ def reasoning_as_reasoning(shape: str, run: LoopRun) -> tuple[bool, str]:
         for piece in (p.strip() for p in answer if p.strip()):
             if piece not in seen.text:
                 problems.append(f"step {step + 1}: answer {_short(piece)} missing from the text")
+    if problems:
+        verdict = "; ".join(problems)
+    elif counted:
+        verdict = "all of it reached the client as reasoning deltas, none as text"
+    else:
+        verdict = "nothing readable to show, and the answer arrived as text"
     detail = (
         f"upstream streamed {counted} characters of reasoning over {len(run.transcripts)} "
-        "step(s); "
-        + (
-            "; ".join(problems)
-            if problems
-            else "all of it reached the client as "
-            "reasoning deltas, none as text, and the answer as text"
-        )
+        f"step(s); {verdict}"
     )
     return not problems, detail

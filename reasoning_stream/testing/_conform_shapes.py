@@ -64,6 +64,10 @@ class Shape:
     step_of: Callable[[Any], int]
     streams: Callable[[RecordedRequest, Any], bool]
     tool: Mapping[str, Any]
+    stream_doc: str
+    """The provider's streaming reference: what a stream adds up to, as a one-shot reply."""
+    reasoning_doc: str
+    """Where the provider documents how its reasoning streams."""
 
     def transcripts(self, loop: str) -> tuple[Transcript, ...]:
         """The streamed replies of ``loop``, loaded (derived ones built)."""
@@ -103,6 +107,8 @@ def _chat_step(body: Any) -> int:
 SHAPES: dict[str, Shape] = {
     "anthropic": Shape(
         provider_id="anthropic",
+        stream_doc="https://docs.anthropic.com/en/docs/build-with-claude/streaming",
+        reasoning_doc="https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#streaming-thinking",
         wire="anthropic",
         model="claude-sonnet-4-5",
         loops={
@@ -147,6 +153,8 @@ SHAPES: dict[str, Shape] = {
     ),
     "responses": Shape(
         provider_id="openai-responses",
+        stream_doc="https://platform.openai.com/docs/api-reference/responses-streaming",
+        reasoning_doc="https://platform.openai.com/docs/guides/reasoning#reasoning-summaries",
         wire="responses",
         model="o4-mini",
         loops={"function_call": ("openai_responses_function_call", "openai_responses_followup")},
@@ -176,6 +184,8 @@ SHAPES: dict[str, Shape] = {
     ),
     "openai": Shape(
         provider_id="openai-chat",
+        stream_doc="https://platform.openai.com/docs/api-reference/chat-streaming",
+        reasoning_doc="https://api-docs.deepseek.com/guides/reasoning_model",
         wire="chat",
         model="deepseek-reasoner",
         loops={"tool_call": ("openai_chat_tool_call", "openai_chat_no_reasoning")},
@@ -194,6 +204,8 @@ SHAPES: dict[str, Shape] = {
     ),
     "openrouter": Shape(
         provider_id="openrouter",
+        stream_doc="https://openrouter.ai/docs/api-reference/streaming",
+        reasoning_doc="https://openrouter.ai/docs/use-cases/reasoning-tokens",
         wire="chat",
         model="google/gemini-2.5-pro",
         loops={"tool_call": ("openrouter_tool_call", "openrouter_no_reasoning")},
@@ -212,6 +224,8 @@ SHAPES: dict[str, Shape] = {
     ),
     "gemini": Shape(
         provider_id="gemini",
+        stream_doc="https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent",
+        reasoning_doc="https://ai.google.dev/gemini-api/docs/thinking#summaries",
         wire="gemini",
         model="gemini-3-pro-preview",
         loops={"tool_call": ("gemini_tool_call", "gemini_tool_answer")},
@@ -238,6 +252,8 @@ SHAPES: dict[str, Shape] = {
     ),
     "ollama": Shape(
         provider_id="ollama",
+        stream_doc=OLLAMA_DOC,
+        reasoning_doc="https://ollama.com/blog/thinking",
         wire="ollama",
         model="qwen3",
         loops={"tool_call": ("ollama_chat_tool_call", "ollama_chat_plain")},
