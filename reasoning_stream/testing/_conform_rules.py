@@ -168,18 +168,27 @@ def _anthropic_content(run: LoopRun) -> list[Mapping[str, Any]] | None:
 
 
 def anthropic_blocks_rule(kind: str, field_name: str, state_kind: str, what: str) -> Check:
+    """Blocks of ``kind`` go back with ``field_name`` byte for byte, in order; a thinking
+    block's text too (its signature covers it)."""
+
     def check(run: LoopRun) -> tuple[bool, str]:
         def counts(block: Mapping[str, Any]) -> bool:
             # The omitted loop checks signature-only blocks: no thinking text at all.
-            only_signed = kind != "thinking" or run.loop != "omitted"
-            return block.get("type") == kind and (only_signed or not block.get("thinking"))
+            any_block = kind != "thinking" or run.loop != "omitted"
+            return block.get("type") == kind and (any_block or not block.get("thinking"))
 
-        reference = [b[field_name] for b in anthropic_blocks(run.transcripts[0]) if counts(b)]
+        blocks = [b for b in anthropic_blocks(run.transcripts[0]) if counts(b)]
         content = _anthropic_content(run)
         if content is None:
             return False, run.missing(1)
-        carried = [block.get(field_name) for block in content if counts(block)]
-        return carried == reference, _compare(reference, _states(run, state_kind), carried, what)
+        sent = [block for block in content if counts(block)]
+        reference = [block[field_name] for block in blocks]
+        carried = [block.get(field_name) for block in sent]
+        detail = _compare(reference, _states(run, state_kind), carried, what)
+        texts_kept = [b.get("thinking") for b in blocks] == [b.get("thinking") for b in sent]
+        if kind == "thinking" and carried == reference and not texts_kept:
+            detail += ", but the thinking text it signs went back changed"
+        return carried == reference and (kind != "thinking" or texts_kept), detail
 
     return check
 
