@@ -234,7 +234,11 @@ def responses_item(run: LoopRun) -> tuple[bool, str]:
     )
     if at is None:
         problems.append("step 2 carried no reasoning item with the encrypted_content sent")
-    elif at + 1 >= len(sent) or sent[at + 1].get("call_id") != call["call_id"]:
+    elif not (
+        at + 1 < len(sent)
+        and sent[at + 1].get("type") == "function_call"
+        and sent[at + 1].get("call_id") == call["call_id"]
+    ):
         problems.append("the reasoning item is not directly followed by its function_call")
     got = _states(run, "encrypted")
     detail = (
