@@ -140,7 +140,8 @@ def entry_fields(chunk: str, event: Event | None, status: Status | None) -> list
             if event.source is not None:
                 fields += ("o", event.source)
         else:
-            fields += ("e", json.dumps(event_to_dict(event), ensure_ascii=False))
+            # ASCII JSON: exact for any str, also one holding half a UTF-16 pair.
+            fields += ("e", json.dumps(event_to_dict(event)))
     if chunk:
         fields += ("c", chunk)
     if status is not None:

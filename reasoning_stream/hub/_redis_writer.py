@@ -240,7 +240,14 @@ class RedisWriter:
                 next_beat = time.monotonic() + self._heartbeat
             while queue or beat:
                 batch = [queue.popleft() for _ in range(min(len(queue), _BATCH))]
-                self._write(batch, beat)
+                try:
+                    self._write(batch, beat)
+                except Exception as error:
+                    # A bug here must not end the thread: every later run of every stream
+                    # would publish nothing. The streams of this batch fail, loudly.
+                    for sink in {item[0] for item in batch}:
+                        sink.fail(f"the hub could not write ({type(error).__name__}: {error})")
+                        self.release(sink)
                 beat = False
             if self._closed:
                 return
@@ -268,7 +275,7 @@ class RedisWriter:
             self._append(keys=sink.keys, args=[*head, *args], client=pipeline)
         try:
             results = pipeline.execute(raise_on_error=False)
-        except redis.RedisError as error:
+        except (redis.RedisError, ValueError) as error:  # ValueError: text Redis cannot take
             results = [error] * len(per_sink)
         for (sink, items), result in zip(per_sink.items(), results, strict=True):
             if isinstance(result, Exception):
