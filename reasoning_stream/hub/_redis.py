@@ -22,7 +22,8 @@ import anyio.to_thread
 
 from .._exceptions import UsageError
 from .._pipe import Status
-from ._base import Hub, _Failure
+from .._redis_keys import check_prefix
+from ._base import Hub, StreamExistsError, _Failure
 from ._entry import Entry
 from ._follow import BLOCK_MS, Follower
 from ._redis_codec import (
@@ -82,6 +83,10 @@ class RedisHub(Hub):
             raise UsageError(f"maxlen must be at least 1, got {maxlen}")
         if not lease > 0:
             raise UsageError(f"lease must be a positive number of seconds, got {lease}")
+        try:
+            check_prefix(prefix, "prefix")
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         self.lease = lease
         redis = import_redis()
         self.url = url
@@ -195,7 +200,7 @@ class RedisHub(Hub):
                 if abandoned
                 else ""
             )
-            raise UsageError(
+            raise StreamExistsError(
                 f"stream {stream_id!r} already exists in Redis at {self.url_for_messages}"
                 f"{lost}; use a new stream_id for every run"
             )

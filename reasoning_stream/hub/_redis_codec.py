@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from .._events import Event, ReasoningDelta, TextDelta
 from .._pipe import Status
+from .._redis_keys import tagged_key
 from ._base import InvalidEntryIdError
 from ._entry import Entry, event_from_dict, event_to_dict
 
@@ -83,8 +84,15 @@ def import_redis() -> Any:
 
 
 def stream_keys(prefix: str, stream_id: str) -> list[str]:
-    """The stream's three keys, in the order every script takes them: log, claim, lease."""
-    key = prefix + stream_id
+    """The stream's three keys, in the order every script takes them: log, claim, lease.
+
+    They share one hash tag, the encoded id (:mod:`.._redis_keys`): no two ids and no two
+    parts collide, and on Redis Cluster they live in one slot.
+
+    >>> stream_keys("rs:", "a:run")
+    ['rs:{a:run}', 'rs:{a:run}:run', 'rs:{a:run}:lease']
+    """
+    key = tagged_key(prefix, stream_id)
     return [key, key + ":run", key + ":lease"]
 
 
