@@ -66,7 +66,7 @@ class Follower:
         decode: Callable[[str, dict[str, str]], Entry],
         describe: str,
         *,
-        sweep: Callable[[Any, list[str]], None] | None = None,
+        sweep: Callable[[Any, list[str]], dict[str, str | None]] | None = None,
         sweep_every: float = 1.0,
     ) -> None:
         self._sweep = sweep
@@ -78,6 +78,8 @@ class Follower:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._follows: dict[str, tuple[int, list[Subscription]]] = {}
+        self._present: set[str] = set()
+        """Followed keys the sweep found claimed: should the claim vanish, the stream was lost."""
         self._client_id: int | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -126,6 +128,23 @@ class Follower:
         if thread is not None:
             thread.join(5)
 
+    def _lost(self, outcomes: dict[str, str | None]) -> None:
+        """Fail the readers of streams that had a claim and lost it (their keys vanished)."""
+        failed: list[tuple[list[Subscription], str]] = []
+        with self._lock:
+            for key, lost in outcomes.items():
+                if lost is None:
+                    self._present.add(key)
+                elif key in self._present:
+                    self._present.discard(key)
+                    follow = self._follows.pop(key, None)
+                    if follow is not None:
+                        failed.append((follow[1], lost))
+            self._present &= self._follows.keys()
+        for subscribers, lost in failed:
+            for subscription in subscribers:
+                subscription.fail(LookupError(lost))
+
     def _loop(self) -> None:
         client = None
         next_sweep = time.monotonic() + self._sweep_every
@@ -146,7 +165,7 @@ class Follower:
                 if self._sweep is not None and time.monotonic() >= next_sweep:
                     # Streams whose writer was lost get their final entry now; this read
                     # loop then delivers it like any other.
-                    self._sweep(client, list(asked))
+                    self._lost(self._sweep(client, list(asked)))
                     next_sweep = time.monotonic() + self._sweep_every
                 for key, items in response or ():
                     entries = [self._decode(entry_id, fields) for entry_id, fields in items]
@@ -161,6 +180,7 @@ class Follower:
                         # else: a reader joined behind us during the read; read again from
                         # its position next time (the others skip what they already have).
                         self._follows[key] = (position, subscribers)
+                        self._present.add(key)
                     for subscription in subscribers:
                         subscription.deliver(asked[key], entries)
         except Exception as error:

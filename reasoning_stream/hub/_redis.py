@@ -30,9 +30,11 @@ from ._redis_codec import (
     ABANDON,
     APPEND,
     CLAIM,
+    STREAM_LOST,
     check_entry_id,
     decode_entry,
     hold_seconds,
+    id_of,
     import_redis,
     stream_keys,
     ttl_seconds,
@@ -154,23 +156,33 @@ class RedisHub(Hub):
 
     def _end_abandoned(self, keys: list[str], client: Any = None) -> bool:
         """End the stream at ``keys`` if its writer's lease lapsed; True when this call did."""
-        return bool(
-            self._abandon_script(
-                keys=keys,
-                args=[str(self.maxlen), ttl_seconds(self.ttl)],
-                client=client or self._client,
-            )
+        ended = self._abandon_script(
+            keys=keys,
+            args=[str(self.maxlen), ttl_seconds(self.ttl)],
+            client=client or self._client,
         )
+        return int(ended) == 1
 
-    def _sweep(self, client: Any, keys: list[str]) -> None:
-        """The reader thread, now and then: end every followed stream whose writer was lost."""
+    def _sweep(self, client: Any, keys: list[str]) -> dict[str, str | None]:
+        """The reader thread, now and then: end every followed stream whose writer was lost.
+
+        Returns, per key, ``None`` while the stream has its claim, else the error for its
+        readers should it have had one before (its keys vanished while it was running).
+        """
         args = [str(self.maxlen), ttl_seconds(self.ttl)]
         pipeline = client.pipeline(transaction=False)
         for key in keys:
             self._abandon_script(
                 keys=[key, key + ":run", key + ":lease"], args=args, client=pipeline
             )
-        pipeline.execute()
+        outcomes: dict[str, str | None] = {}
+        for key, ended in zip(keys, pipeline.execute(), strict=True):
+            outcomes[key] = (
+                STREAM_LOST.format(stream_id=id_of(self.prefix, key), url=self.url_for_messages)
+                if int(ended) == -1
+                else None
+            )
+        return outcomes
 
     def _open(self, stream_id: str) -> RedisSink:
         redis = import_redis()

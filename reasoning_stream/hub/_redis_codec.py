@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from .._events import Event, ReasoningDelta, TextDelta
 from .._pipe import Status
-from .._redis_keys import tagged_key
+from .._redis_keys import decode_id, tagged_key
 from ._base import InvalidEntryIdError
 from ._entry import Entry, event_from_dict, event_to_dict
 
@@ -42,12 +42,15 @@ __all__ = [
     "ABANDON",
     "APPEND",
     "CLAIM",
+    "KEYS_LOST",
     "LEASE_LOST",
+    "STREAM_LOST",
     "HubSettings",
     "check_entry_id",
     "decode_entry",
     "entry_fields",
     "hold_seconds",
+    "id_of",
     "import_redis",
     "past",
     "seq",
@@ -94,6 +97,11 @@ def stream_keys(prefix: str, stream_id: str) -> list[str]:
     """
     key = tagged_key(prefix, stream_id)
     return [key, key + ":run", key + ":lease"]
+
+
+def id_of(prefix: str, key: str) -> str:
+    """The stream id of a log key :func:`stream_keys` built."""
+    return decode_id(key[len(prefix) + 1 : -1])
 
 
 def ttl_seconds(ttl: float | None) -> str:
@@ -182,7 +190,11 @@ APPEND = """
 -- KEYS: the stream, its claim, its lease. ARGV: maxlen, ttl ('' = none), final ('1' or ''),
 -- owner, lease ms, hold ('' = none: lease + ttl, seconds), closing marker, the number of
 -- the first entry, then per entry: n, n fields (entry ids are 0-<number>, counting on).
-if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[4] then
+local owner = redis.call('HGET', KEYS[2], 'owner')
+if owner ~= ARGV[4] then
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    return redis.error_reply('ERR reasoning-stream: keys lost')
+  end
   return redis.error_reply('ERR reasoning-stream: lease lost')
 end
 local number = tonumber(ARGV[8])
@@ -226,7 +238,10 @@ return 1
 
 ABANDON = """
 -- KEYS: the stream, its claim, its lease. ARGV: maxlen, ttl ('' = none).
-if not redis.call('HGET', KEYS[2], 'owner') then return 0 end  -- unknown, or ended
+-- Returns 1 when this call ended the stream, 0 when it is running or ended, -1 when there
+-- is no claim at all (not started, expired, or its keys were lost).
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+if not redis.call('HGET', KEYS[2], 'owner') then return 0 end  -- ended
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end       -- its writer is alive
 local info = redis.call('HMGET', KEYS[2], 'writer', 'lease', 'close')
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
@@ -249,3 +264,13 @@ end
 return 1
 """
 """Ends a stream whose writer was lost (claim still owned, lease gone), exactly once."""
+
+KEYS_LOST = "reasoning-stream: keys lost"
+"""The error text the append script answers with when the stream's claim is gone."""
+
+STREAM_LOST = (
+    "stream {stream_id!r} vanished from Redis at {url} while it was running: its keys are gone "
+    "(FLUSHALL, a restart without persistence, eviction, or a failover to a replica that had "
+    "not got them), so its entries and its end are lost"
+)
+"""What the readers and the writer of a stream whose keys vanished say (``str.format``)."""

@@ -19,7 +19,9 @@ from .._pipe import Status
 from .._stream import ReasoningStream
 from ._base import _Failure
 from ._redis_codec import (
+    KEYS_LOST,
     LEASE_LOST,
+    STREAM_LOST,
     HubSettings,
     entry_fields,
     hold_seconds,
@@ -279,7 +281,11 @@ class RedisWriter:
             results = [error] * len(per_sink)
         for (sink, items), result in zip(per_sink.items(), results, strict=True):
             if isinstance(result, Exception):
-                if LEASE_LOST in str(result):
+                if KEYS_LOST in str(result):
+                    sink.fail(
+                        STREAM_LOST.format(stream_id=sink.stream_id, url=hub.url_for_messages)
+                    )
+                elif LEASE_LOST in str(result):
                     sink.lost(hub.lease)
                 else:
                     sink.fail(
