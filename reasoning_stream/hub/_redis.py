@@ -11,7 +11,6 @@ scripts) is in ``_redis_codec``.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -22,7 +21,7 @@ import anyio.to_thread
 
 from .._exceptions import UsageError
 from .._pipe import Status
-from .._redis_keys import check_prefix
+from .._redis_keys import check_prefix, redacted_url
 from ._base import Hub, StreamExistsError, _Failure
 from ._entry import Entry
 from ._follow import BLOCK_MS, Follower
@@ -110,7 +109,7 @@ class RedisHub(Hub):
     @property
     def url_for_messages(self) -> str:
         """The URL without a password, for error messages."""
-        return re.sub(r"//[^@/]*@", "//***@", self.url)
+        return redacted_url(self.url)
 
     def _options(self, *, blocking: bool) -> dict[str, Any]:
         from redis.backoff import ExponentialBackoff

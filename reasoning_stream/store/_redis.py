@@ -24,10 +24,16 @@ import importlib
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from .._exceptions import CorruptConversationError, StoreError, UsageError
-from .._redis_keys import check_prefix, decode_id, encode_id, glob_escape, tagged_key
+from .._redis_keys import (
+    check_prefix,
+    decode_id,
+    encode_id,
+    glob_escape,
+    redacted_url,
+    tagged_key,
+)
 from ._base import ConversationStore, StoredConversation, conflict, not_found
 
 __all__ = ["RedisStore"]
@@ -130,18 +136,6 @@ def _redis() -> Any:
         ) from error
 
 
-def _redacted(url: str) -> str:
-    """``url`` without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.hostname or ""
-    if parts.port is not None:
-        netloc = f"{netloc}:{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
-
-
 class RedisStore(ConversationStore):
     """Conversations in Redis: many processes on many machines share them.
 
@@ -172,7 +166,7 @@ class RedisStore(ConversationStore):
             check_prefix(namespace, "namespace")
         except ValueError as error:
             raise UsageError(str(error)) from None
-        self.url = _redacted(url)
+        self.url = redacted_url(url)
         self.namespace = namespace
         self._owns_client = client is None
         if client is None:
