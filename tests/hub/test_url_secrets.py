@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from reasoning_stream import TextDelta
+from reasoning_stream import Conversation, TextDelta
 from reasoning_stream.hub import HubError, PublishError, RedisHub
 from reasoning_stream.store import RedisStore, StoreError
 from reasoning_stream.testing import ScriptedPipe
@@ -70,14 +70,16 @@ def down(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="module")
 def guarded() -> Iterator[int]:
     """A redis-server that wants a password other than ours."""
-    with tempfile.TemporaryDirectory(prefix="redis-auth-") as folder:
-        with running_redis(Path(folder)) as server:
-            import redis
+    import redis
 
-            client = redis.Redis(port=server.port)
-            client.config_set("requirepass", "another-one")
-            client.close()
-            yield server.port
+    with (
+        tempfile.TemporaryDirectory(prefix="redis-auth-") as folder,
+        running_redis(Path(folder)) as server,
+    ):
+        client = redis.Redis(port=server.port)
+        client.config_set("requirepass", "another-one")
+        client.close()
+        yield server.port
 
 
 def test_hub_run_on_a_redis_that_is_down(down: str, caplog: pytest.LogCaptureFixture) -> None:
@@ -128,19 +130,22 @@ def test_store_errors(
 
 
 def test_the_right_password_with_at_signs_works() -> None:
-    with tempfile.TemporaryDirectory(prefix="redis-auth-") as folder:
-        with running_redis(Path(folder)) as server:
-            import redis
+    import redis
 
-            client = redis.Redis(port=server.port)
-            client.acl_setuser("app", enabled=True, passwords=[f"+{PASSWORD}"], keys="*",
-                               commands=["+@all"])  # fmt: skip
-            client.close()
-            for address in (url(server.port), raw_url(server.port)):
-                with RedisHub(address) as hub, RedisStore(address) as store:
-                    stream_id = f"s-{uuid.uuid4().hex}"
-                    assert hub.run(stream_id, ScriptedPipe([TextDelta("hi")]), "go").text == "hi"
-                    assert hub.read(stream_id)[-1].final
-                    store.save(stream_id, __import__("reasoning_stream").Conversation())
-                    assert stream_id in store.list()
-                    assert all(s not in hub.url_for_messages for s in SECRETS)
+    with (
+        tempfile.TemporaryDirectory(prefix="redis-auth-") as folder,
+        running_redis(Path(folder)) as server,
+    ):
+        client = redis.Redis(port=server.port)
+        client.acl_setuser(
+            "app", enabled=True, passwords=[f"+{PASSWORD}"], keys="*", commands=["+@all"]
+        )
+        client.close()
+        for address in (url(server.port), raw_url(server.port)):
+            with RedisHub(address) as hub, RedisStore(address) as store:
+                stream_id = f"s-{uuid.uuid4().hex}"
+                assert hub.run(stream_id, ScriptedPipe([TextDelta("hi")]), "go").text == "hi"
+                assert hub.read(stream_id)[-1].final
+                store.save(stream_id, Conversation())
+                assert stream_id in store.list()
+                assert all(s not in hub.url_for_messages for s in SECRETS)
