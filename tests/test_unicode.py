@@ -24,9 +24,9 @@ from reasoning_stream import Conversation, ReasoningDelta, ReasoningStream, Text
 from reasoning_stream.hub import Hub, MemoryHub, RedisHub
 from reasoning_stream.store import ConversationStore, RedisStore, SQLiteStore
 from reasoning_stream.testing import ScriptedPipe
-from tests.redis_server import redis_url
+from tests.redis_server import redis_cluster_url, redis_url
 
-__all__ = ["redis_url"]
+__all__ = ["redis_cluster_url", "redis_url"]
 
 LAW = settings(
     max_examples=60,
@@ -163,26 +163,29 @@ def test_hand_driven_hooks_and_event_callbacks_see_valid_text(
     assert "".join(e.text for e in seen if isinstance(e, ReasoningDelta)) == "".join(segments)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-cluster"])
 def hub(request: pytest.FixtureRequest) -> Iterator[Hub]:
     if request.param == "memory":
         yield MemoryHub()
         return
-    redis_hub = RedisHub(request.getfixturevalue("redis_url"))
+    cluster = request.param == "redis-cluster"
+    url = request.getfixturevalue("redis_cluster_url" if cluster else "redis_url")
+    redis_hub = RedisHub(url, cluster=cluster)
     try:
         yield redis_hub
     finally:
         redis_hub.close()
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConversationStore]:
     opened: ConversationStore
     if request.param == "sqlite":
         opened = SQLiteStore(tmp_path / "conversations.db")
     else:
-        namespace = f"unicode-{uuid.uuid4().hex}"
-        opened = RedisStore(request.getfixturevalue("redis_url"), namespace=namespace)
+        cluster = request.param == "redis-cluster"
+        url = request.getfixturevalue("redis_cluster_url" if cluster else "redis_url")
+        opened = RedisStore(url, namespace=f"unicode-{uuid.uuid4().hex}", cluster=cluster)
     try:
         yield opened
     finally:

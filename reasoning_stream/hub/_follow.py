@@ -25,6 +25,8 @@ __all__ = ["BLOCK_MS", "Follower", "Subscription"]
 BLOCK_MS = 1000
 """Longest single ``XREAD BLOCK`` wait."""
 _COUNT = 1000
+_POLL = 0.005
+"""Seconds between reads of the followed streams on a Redis Cluster when nothing came."""
 
 
 class Subscription:
@@ -68,7 +70,9 @@ class Follower:
         *,
         sweep: Callable[[Any, list[str]], dict[str, str | None]] | None = None,
         sweep_every: float = 1.0,
+        cluster: bool = False,
     ) -> None:
+        self._cluster = cluster
         self._sweep = sweep
         self._sweep_every = sweep_every
         self._connect = connect
@@ -128,6 +132,24 @@ class Follower:
         if thread is not None:
             thread.join(5)
 
+    def _poll(self, client: Any, streams: dict[str, str]) -> list[Any]:
+        """On a Redis Cluster: read every followed stream without blocking, then wait a little.
+
+        One ``XREAD`` may only name keys of one hash slot, and a blocking read holds its
+        connection to one node, so the cluster client reads each stream on its own in one
+        pipeline (a round trip per node) and, when nothing came, waits ``_POLL`` seconds or
+        until a reader joins.
+        """
+        pipeline = client.pipeline()
+        for key, start in streams.items():
+            pipeline.xread({key: start}, count=_COUNT)
+        response = [item for reply in pipeline.execute() for item in reply or ()]
+        if not response:
+            with self._lock:
+                if not self._closed:
+                    self._changed.wait(_POLL)
+        return response
+
     def _lost(self, outcomes: dict[str, str | None]) -> None:
         """Fail the readers of streams that had a claim and lost it (their keys vanished)."""
         failed: list[tuple[list[Subscription], str]] = []
@@ -159,9 +181,13 @@ class Follower:
                 streams = {key: f"0-{position}" for key, position in asked.items()}
                 if client is None:
                     client = self._connect()
-                    with self._lock:
-                        self._client_id = client.client_id()
-                response = client.xread(streams, count=_COUNT, block=BLOCK_MS)
+                    if not self._cluster:
+                        with self._lock:
+                            self._client_id = client.client_id()
+                if self._cluster:
+                    response = self._poll(client, streams)
+                else:
+                    response = client.xread(streams, count=_COUNT, block=BLOCK_MS)
                 if self._sweep is not None and time.monotonic() >= next_sweep:
                     # Streams whose writer was lost get their final entry now; this read
                     # loop then delivers it like any other.

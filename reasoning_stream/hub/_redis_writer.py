@@ -16,6 +16,7 @@ from typing import Any, TypeAlias
 
 from .._events import Event, OpaqueState, TextDelta
 from .._pipe import Status
+from .._redis_client import run_scripts
 from .._stream import ReasoningStream
 from ._base import _Failure
 from ._redis_codec import (
@@ -25,7 +26,6 @@ from ._redis_codec import (
     HubSettings,
     entry_fields,
     hold_seconds,
-    import_redis,
     ttl_seconds,
 )
 
@@ -256,7 +256,6 @@ class RedisWriter:
 
     def _write(self, batch: list[Pending], beat: bool) -> None:
         hub = self._hub
-        redis = import_redis()
         per_sink: dict[RedisSink, list[Pending]] = {}
         if beat:  # every running stream renews its lease, with entries or without
             with self._running_lock:
@@ -270,15 +269,12 @@ class RedisWriter:
         ttl = ttl_seconds(hub.ttl)
         hold = hold_seconds(hub.lease, hub.ttl)
         lease_ms = str(max(1, round(hub.lease * 1000)))
-        pipeline = self._client.pipeline(transaction=False)
+        calls = []
         for sink, items in per_sink.items():
             args, final = sink.encode(items)
             head = [maxlen, ttl, "1" if final else "", sink.owner, lease_ms, hold, sink.closing]
-            self._append(keys=sink.keys, args=[*head, *args], client=pipeline)
-        try:
-            results = pipeline.execute(raise_on_error=False)
-        except (redis.RedisError, ValueError) as error:  # ValueError: text Redis cannot take
-            results = [error] * len(per_sink)
+            calls.append((sink.keys, [*head, *args]))
+        results = run_scripts(self._client, self._append, calls)
         for (sink, items), result in zip(per_sink.items(), results, strict=True):
             if isinstance(result, Exception):
                 if KEYS_LOST in str(result):

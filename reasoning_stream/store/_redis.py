@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .._exceptions import CorruptConversationError, StoreError, UsageError
+from .._redis_client import cluster_hint, connect
 from .._redis_keys import (
     check_prefix,
     decode_id,
@@ -143,8 +144,10 @@ class RedisStore(ConversationStore):
         url: ``redis://[user:password@]host:port/db`` (or ``rediss://``, ``unix://``).
         namespace: the key prefix; two stores with different namespaces never meet.
         timeout: seconds to connect and to wait for a reply.
-        client: a ``redis.Redis`` client to use instead of ``url`` (it must not decode
-            responses); the store does not close it.
+        client: a ``redis.Redis`` (or ``RedisCluster``) client to use instead of ``url`` (it
+            must not decode responses); the store does not close it.
+        cluster: ``url`` names a node of a Redis Cluster. A conversation's keys share one
+            hash slot, so every write is still one atomic script.
 
     The client built from ``url`` never retries a command by itself: a write whose reply was
     lost could otherwise land twice. A Redis that is down raises
@@ -158,6 +161,7 @@ class RedisStore(ConversationStore):
         namespace: str = "reasoning-stream",
         timeout: float | None = 10.0,
         client: Any = None,
+        cluster: bool = False,
     ) -> None:
         redis = _redis()
         if not namespace:
@@ -168,13 +172,15 @@ class RedisStore(ConversationStore):
             raise UsageError(str(error)) from None
         self.url = redacted_url(url)
         self.namespace = namespace
+        self.cluster = cluster
         self._owns_client = client is None
         if client is None:
             from redis.backoff import NoBackoff
             from redis.retry import Retry
 
-            client = redis.Redis.from_url(
+            client = connect(
                 url,
+                cluster=cluster,
                 socket_timeout=timeout,
                 socket_connect_timeout=timeout,
                 retry=Retry(NoBackoff(), 0),
@@ -227,7 +233,7 @@ class RedisStore(ConversationStore):
                     conversation_id=conversation_id,
                 ) from error
             raise StoreError(
-                f"Redis at {self.url} refused a command{subject}: {error}",
+                f"Redis at {self.url} refused a command{subject}: {error}{cluster_hint(error)}",
                 conversation_id=conversation_id,
             ) from error
         except self._errors as error:

@@ -21,7 +21,9 @@ from reasoning_stream.hub import RedisHub, StreamExistsError
 from reasoning_stream.hub._redis_codec import stream_keys
 from reasoning_stream.store import RedisStore
 from reasoning_stream.testing import ScriptedPipe
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, redis_cluster_url
+
+__all__ = ["redis_cluster_url"]
 
 ids = st.text(st.sampled_from("ab:{}%7B5D-_ é"), min_size=1, max_size=8)
 """Ids built from what could confuse a key layout: colons, braces, percent signs."""
@@ -148,3 +150,42 @@ async def test_task_group_start_returns_once_the_id_is_claimed(redis_url: str) -
                 with pytest.raises(StreamExistsError):  # ...but the id is taken
                     await other.arun(stream_id, ScriptedPipe([TextDelta("b")]), "go")
         assert "".join(e.chunk for e in other.read(stream_id)) == "a"
+
+
+@pytest.mark.anyio
+async def test_one_reader_hub_follows_streams_on_every_node_of_a_cluster(
+    redis_cluster_url: str,
+) -> None:
+    """Twelve streams, spread over the three masters by their hash tags, run at once; one hub
+    follows them all (its reader thread reads every node) and gets every channel whole."""
+    from reasoning_stream.hub import Entry
+
+    with (
+        RedisHub(redis_cluster_url, cluster=True) as writer,
+        RedisHub(redis_cluster_url, cluster=True) as reader,
+    ):
+        ids = [f"spread-{n}-{uuid.uuid4().hex}" for n in range(12)]
+        nodes = {reader._client.get_node_from_key(stream_keys("reasoning-stream:", i)[0]).name
+                 for i in ids}  # fmt: skip
+        assert len(nodes) == 3
+        got: dict[str, list[Entry]] = {i: [] for i in ids}
+
+        async def follow(stream_id: str) -> None:
+            async for entry in reader.subscribe(stream_id, timeout=10):
+                got[stream_id].append(entry)
+
+        async def run(n: int, stream_id: str) -> None:
+            script = [item for k in range(5) for item in (TextDelta(f"{n}.{k} "), 0.01)]
+            await writer.arun(stream_id, ScriptedPipe(script), "go")
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                for stream_id in ids:
+                    group.start_soon(follow, stream_id)
+                for n, stream_id in enumerate(ids):
+                    group.start_soon(run, n, stream_id)
+        for n, stream_id in enumerate(ids):
+            assert "".join(e.chunk for e in got[stream_id]) == "".join(
+                f"{n}.{k} " for k in range(5)
+            )
+            assert got[stream_id][-1].final
