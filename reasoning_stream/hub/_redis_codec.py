@@ -1,19 +1,22 @@
 """How a ``RedisHub`` stream lies in Redis: its keys, its entries' fields, the scripts that write.
 
-Layout, under ``prefix`` (default ``"reasoning-stream:"``):
+Layout, under ``prefix`` (default ``"reasoning-stream:"``), with ``<id>`` the stream id
+percent-encoded for ``%``, ``{`` and ``}`` (``reasoning_stream._redis_keys``): the braces make
+it the keys' Redis Cluster hash tag, so a stream's three keys share one slot, no two ids and no
+two parts collide, and no key meets a ``RedisStore``'s under the same prefix.
 
-- ``<prefix><stream_id>``: the stream. Entry ids are ``0-<n>`` for the n-th entry of the
+- ``<prefix>{<id>}``: the stream. Entry ids are ``0-<n>`` for the n-th entry of the
   run, written explicitly (one writer per stream, guaranteed by the claim below), so a resume
   point can be checked against what retention kept. Fields: ``c`` the chunk (left out when
   empty); the event as ``r`` (reasoning delta text) or ``t`` (text delta text) with ``o`` its
   source, or ``e`` any other event as JSON; ``R`` or ``T`` for a delta whose chunk is its
   own text (then no ``c``: the text is stored once); ``s`` the status (final entry only).
-- ``<prefix><stream_id>:run``: the claim, a hash created when a run starts (only if absent), so
+- ``<prefix>{<id>}:run``: the claim, a hash created when a run starts (only if absent), so
   a stream id is used once: ``owner`` (a random token, present while the run is running),
   ``writer`` (host and pid, for messages), ``lease`` (seconds) and ``close`` (the marker that
   would balance the channel if the run stopped now). Both keys get ``EXPIRE ttl`` with the
   final entry; while running they are kept ``lease + ttl`` seconds ahead.
-- ``<prefix><stream_id>:lease``: the running writer's lease, ``SET ... PX lease`` and renewed by
+- ``<prefix>{<id>}:lease``: the running writer's lease, ``SET ... PX lease`` and renewed by
   the writer thread (a heartbeat every third of the lease, and with every write). A writer
   whose process crashed or hung stops renewing it; the first reader (or ``run`` of the same id)
   that finds the claim still owned but the lease gone ends the stream for it, in one script:
