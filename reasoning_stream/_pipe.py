@@ -42,7 +42,7 @@ from ._events import (
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
 from ._loops import warn_if_loop_running
 from ._retry import RetryPolicy, announce, aretried, retried
-from ._unicode import REPLACEMENT, is_clean, mend
+from ._unicode import REPLACEMENT, checked_delta, is_clean, mend
 
 __all__ = [
     "Pipe",
@@ -214,7 +214,7 @@ class Pipe:
         Anything but a ``str`` is misuse and raises ``UsageError``.
         """
         if type(delta) is not str:
-            delta = _checked(delta, "reasoning")
+            delta = checked_delta(delta, "reasoning")
         if not delta:
             return
         capture = self._capture
@@ -255,7 +255,7 @@ class Pipe:
         Anything but a ``str`` is misuse and raises ``UsageError``.
         """
         if type(delta) is not str:
-            delta = _checked(delta, "text")
+            delta = checked_delta(delta, "text")
         if not delta:
             return
         capture = self._capture
@@ -615,15 +615,3 @@ class Pipe:
             if raised is not None and raised is not error:
                 self.redact_secrets(raised)
         return raised
-
-
-def _checked(delta: object, what: str) -> str:
-    """``None`` means nothing; a ``str`` subclass is text; anything else is refused."""
-    if delta is None:
-        return ""
-    if isinstance(delta, str):
-        return delta
-    raise UsageError(
-        f"{what} deltas must be str, got {type(delta).__name__}: {delta!r}; "
-        "convert the provider's payload to text before emitting it"
-    )

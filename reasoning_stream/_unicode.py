@@ -1,4 +1,5 @@
-"""Text entering the channel is valid Unicode: the one rule for UTF-16 surrogates in deltas.
+"""Text entering the channel: a ``str`` (:func:`checked_delta`), and valid Unicode (the one
+rule for UTF-16 surrogates in deltas, :func:`mend`).
 
 A provider that sends an emoji as two JSON escapes (``"\\ud83d"`` then ``"\\ude00"``, which
 ``json.loads`` accepts) may split the pair across two deltas, and a broken one may send half a
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["REPLACEMENT", "is_clean", "mend"]
+from ._exceptions import UsageError
+
+__all__ = ["REPLACEMENT", "checked_delta", "is_clean", "mend"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate becomes."""
@@ -46,3 +49,15 @@ def mend(held: str, delta: str) -> tuple[str, str]:
         # point; "replace" turns each surrogate left without a partner into U+FFFD.
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text, tail
+
+
+def checked_delta(delta: object, what: str) -> str:
+    """``None`` means nothing; a ``str`` subclass is text; anything else is refused."""
+    if delta is None:
+        return ""
+    if isinstance(delta, str):
+        return delta
+    raise UsageError(
+        f"{what} deltas must be str, got {type(delta).__name__}: {delta!r}; "
+        "convert the provider's payload to text before emitting it"
+    )
