@@ -78,8 +78,11 @@ def running_redis(
                 "--protected-mode", "yes",
                 "--daemonize", "no",
                 "--loglevel", "warning",
+                # The cluster bus gets a free port of its own (by default it is port +
+                # 10000, which may be taken or past 65535).
                 *(("--cluster-enabled", "yes", "--cluster-config-file",
-                   str(folder / "nodes.conf"), "--cluster-node-timeout", "5000")
+                   str(folder / "nodes.conf"), "--cluster-node-timeout", "5000",
+                   "--cluster-port", str(free_port()))
                   if cluster else ()),
             ],
             stdout=subprocess.DEVNULL,
