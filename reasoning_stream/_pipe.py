@@ -42,7 +42,7 @@ from ._events import (
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
 from ._loops import warn_if_loop_running
 from ._retry import RetryPolicy, announce, aretried, retried
-from ._unicode import REPLACEMENT, checked_delta, is_clean, mend
+from ._unicode import REPLACEMENT, checked_delta, is_clean, mend, whole
 
 __all__ = [
     "Pipe",
@@ -397,6 +397,9 @@ class Pipe:
             if isinstance(event, Finish):
                 capture.finish_reason = event.reason
             elif isinstance(event, ToolCall):
+                if not (is_clean(event.id) and is_clean(event.name) and is_clean(event.arguments)):
+                    event = replace(event, id=whole(event.id), name=whole(event.name),
+                                    arguments=whole(event.arguments))  # fmt: skip
                 capture.tool_calls.append(event)
             elif isinstance(event, UsageReport):
                 capture.usage = capture.usage.merged(event.usage)

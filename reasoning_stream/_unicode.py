@@ -22,7 +22,7 @@ import re
 
 from ._exceptions import UsageError
 
-__all__ = ["REPLACEMENT", "checked_delta", "is_clean", "mend"]
+__all__ = ["REPLACEMENT", "checked_delta", "is_clean", "mend", "whole"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate becomes."""
@@ -44,11 +44,21 @@ def mend(held: str, delta: str) -> tuple[str, str]:
     tail = ""
     if text and "\ud800" <= text[-1] <= "\udbff":
         text, tail = text[:-1], text[-1]
-    if not is_clean(text):
-        # UTF-16 pairs every high surrogate directly followed by a low one into its code
-        # point; "replace" turns each surrogate left without a partner into U+FFFD.
-        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text, tail
+    return whole(text), tail
+
+
+def whole(text: str) -> str:
+    """A complete string (a tool call's arguments, say) as valid Unicode: pairs joined, every
+    surrogate without a partner U+FFFD.
+
+    >>> whole("\\ud83d\\ude00 \\ud83d")
+    '😀 \\ufffd'
+    """
+    if is_clean(text):
+        return text
+    # UTF-16 pairs every high surrogate directly followed by a low one into its code point;
+    # "replace" turns each surrogate left without a partner into U+FFFD.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def checked_delta(delta: object, what: str) -> str:

@@ -245,7 +245,9 @@ def test_redis_writer_thread_survives_split_pairs_and_later_runs_publish(redis_u
         assert result.model_reasoning == "think 🧠 done"
         entries = hub.read(first)
         assert entries[-1].final and entries[-1].status == "completed"
-        assert [e.event for e in entries if isinstance(e.event, ToolCall)] == [tool]
+        mended = ToolCall("call_1", "lookup", '{"q": "\ufffd"}')
+        assert result.tool_calls == (mended,)
+        assert [e.event for e in entries if isinstance(e.event, ToolCall)] == [mended]
         second = f"unicode-{uuid.uuid4().hex}"
         started = time.monotonic()
         assert hub.run(second, ScriptedPipe([TextDelta("next")]), "go").text == "next"
@@ -277,9 +279,11 @@ def test_web_sse_streams_and_resumes_a_run_with_split_pairs(redis_url: str) -> N
 
 def test_store_run_stores_a_run_with_split_pairs(store: ConversationStore) -> None:
     """Before: ``store.run`` raised a bare ``UnicodeEncodeError`` after the model was paid for,
-    leaving the ``in_progress`` record."""
+    leaving the ``in_progress`` record. A tool call's arguments are mended too."""
     store.save("chat", Conversation().add_user("go"))
-    result = store.run("chat", ScriptedPipe(SPLIT_EMOJI))
+    tool = ToolCall("call_\udc00", "look\ud83d", '{"q": "\ud83e\udde0 \ud83d"}')
+    result = store.run("chat", ScriptedPipe([*SPLIT_EMOJI, tool]))
+    assert result.tool_calls == (ToolCall("call_\ufffd", "look\ufffd", '{"q": "🧠 \ufffd"}'),)
     conversation, _ = store.load("chat")
     assert conversation[-1]["content"] == result.text == "a 😀 b \ufffd"
     assert conversation[-1]["thinking"] == "think 🧠 done"
