@@ -21,6 +21,7 @@ from ..hub import (
     StreamNotFoundError,
 )
 from ._protocols import PROTOCOLS, ProtocolName, SSEEvent, translator_for
+from ._stop import stop_endpoint
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -62,7 +63,9 @@ def create_app(
 
     With ``start``, a callable that builds a pipe or pipeline for a prompt, the app also takes
     ``POST /streams/{stream_id}`` with ``{"prompt": "..."}`` and runs it through the hub in
-    the background (202; 409 when the stream exists). ``routes`` are added as they are.
+    the background (202; 409 when the stream exists). ``DELETE /streams/{stream_id}`` stops
+    a run wherever it runs (``hub.astop``): 200, or 404 when there is none to stop.
+    ``routes`` are added as they are.
     ``retry`` (seconds) is sent as the SSE ``retry:`` field: how soon a browser reconnects.
 
     ``keep_alive`` (seconds; ``None``: never) is how long a response may stay silent: while a
@@ -152,7 +155,10 @@ def create_app(
             return PlainTextResponse(f"{error}", 409)
         return JSONResponse({"stream_id": stream_id, "url": f"/streams/{stream_id}"}, 202)
 
-    route_list: list[Any] = [Route("/streams/{stream_id}", stream, methods=["GET"])]
+    route_list: list[Any] = [
+        Route("/streams/{stream_id}", stream, methods=["GET"]),
+        Route("/streams/{stream_id}", stop_endpoint(hub), methods=["DELETE"]),
+    ]
     if start is not None:
         route_list.append(Route("/streams/{stream_id}", post, methods=["POST"]))
     route_list += routes or []

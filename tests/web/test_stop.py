@@ -1,0 +1,54 @@
+"""``DELETE /streams/{stream_id}`` on any worker (API.md section 14): three uvicorn workers
+on one Redis; the run starts through A, its model goes silent, DELETE through B stops it, and
+a reader through C ends within a second with a cancelled status and balanced markers. A
+second DELETE, or one of an unknown id, is 404."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+
+import httpx
+
+from reasoning_stream import ReasoningStream
+from tests.web.sse import parse, within
+from tests.web.test_multiprocess import workers
+
+__all__ = ["workers"]
+
+
+def test_delete_on_b_stops_a_silent_run_on_a_and_the_reader_on_c_ends(
+    workers: list[tuple[subprocess.Popen[bytes], str]],
+) -> None:
+    (_, a), (_, b), (_, c) = workers
+    stream_id = f"stop-{uuid.uuid4().hex}"
+    assert httpx.post(f"{a}/streams/{stream_id}", json={"prompt": "silent"}).status_code == 202
+    lines: list[str] = []
+    with httpx.Client(timeout=20) as client:
+        with client.stream("GET", f"{c}/streams/{stream_id}") as response:
+            assert response.status_code == 200
+            chunks = 0
+            for line in within(response.iter_lines()):
+                lines.append(line)
+                if line.startswith("data:") and json.loads(line[5:]).get("chunk"):
+                    chunks += 1
+                    if chunks == 3:  # open marker and both deltas: now the model is silent
+                        time.sleep(0.3)
+                        stopped_at = time.monotonic()
+                        stop = client.delete(f"{b}/streams/{stream_id}")
+                        assert stop.status_code == 200, stop.text
+                        assert stop.json() == {"stream_id": stream_id, "stopped": True}
+            ended = time.monotonic()
+        assert ended - stopped_at < 1.0, ended - stopped_at
+        again = client.delete(f"{c}/streams/{stream_id}")
+        assert again.status_code == 404 and "no run to stop" in again.text
+        unknown = client.delete(f"{a}/streams/never-{uuid.uuid4().hex}")
+        assert unknown.status_code == 404
+        assert client.delete(f"{a}/streams/bad%20id").status_code == 400
+    events = parse("\n".join(lines) + "\n\n")
+    assert events[-1].event == "end"
+    assert json.loads(events[-1].data)["status"] == "cancelled_before_answer"
+    channel = "".join(json.loads(event.data).get("chunk", "") for event in events)
+    assert channel == f"{ReasoningStream.OPEN_TAG}thinking hard{ReasoningStream.CLOSE_TAG}"
