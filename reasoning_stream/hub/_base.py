@@ -28,7 +28,7 @@ from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
 from .._stream import ReasoningStream
 from .._unicode import is_clean
-from ._stop import STOP_GRACE, RunControl, Stopped
+from ._stop import STOP_GRACE, THREADS, RunControl, Stopped
 
 if TYPE_CHECKING:
     from ._entry import Entry
@@ -352,13 +352,7 @@ class _Worker:
         self._lock = threading.Lock()
         self._abandoned = False
         context = contextvars.copy_context()
-        thread = threading.Thread(
-            target=context.run,
-            args=(self._run, runnable, prompt),
-            name="reasoning-stream-hub-run",
-            daemon=True,
-        )
-        thread.start()
+        THREADS.start(lambda: context.run(self._run, runnable, prompt))
 
     def _run(self, runnable: Runnable, prompt: Prompt) -> None:
         try:

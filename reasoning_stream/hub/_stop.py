@@ -83,33 +83,112 @@ class RunControl:
     def gate(self, put: Callable[[Any], None], *, chunks: bool) -> Callable[[Any], None]:
         """``put`` behind the stop flag: after a stop, the next item goes out and then
         :class:`Stopped` is raised, once (the pipe counts an item whose callback raised as
-        delivered); the pipe's closing chunks pass."""
+        delivered); the pipe's closing chunks pass. ``chunks``: ``put`` takes channel chunks,
+        whose markers say whether a segment is open."""
+        late = self._late
 
-        def gated(item: Any) -> None:
+        if not chunks:
+
+            def gated_event(item: Any) -> None:
+                if self.requested:
+                    late(put, item)
+                else:
+                    put(item)
+
+            return gated_event
+
+        def gated_chunk(item: Any) -> None:
             if self.requested:
-                with self._lock:
-                    if self.dropping:
-                        return
-                    self._track(item, chunks)
-                    put(item)  # delivered: a callback that raises has had its item
-                    if not self.raised:
-                        self.raised = True
-                        raise Stopped
+                late(put, item)
                 return
-            self._track(item, chunks)
-            put(item)
-
-        return gated
-
-    def _track(self, item: Any, chunks: bool) -> None:
-        if chunks:
             if item == _OPEN:
                 self.open = True
             elif item == _CLOSE:
                 self.open = False
+            put(item)
+
+        return gated_chunk
+
+    def _late(self, put: Callable[[Any], None], item: Any) -> None:
+        with self._lock:
+            if self.dropping:
+                return
+            if item == _OPEN:
+                self.open = True
+            elif item == _CLOSE:
+                self.open = False
+            put(item)  # delivered: a callback that raises has had its item
+            if not self.raised:
+                self.raised = True
+                raise Stopped
 
     def drop(self) -> bool:
         """From now on the run's chunks go nowhere; True when a segment was left open."""
         with self._lock:
             self.dropping = True
             return self.open
+
+
+class Threads:
+    """Worker threads for sync runs, reused: a run costs a hand-off, not a thread start.
+
+    A thread that finished its job waits :data:`_IDLE` seconds for the next one, then ends.
+    A job left running (a silent model that was stopped) keeps its thread; others are started
+    as needed, so a job never waits for a thread.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Slot] = []
+
+    def start(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            slot = self._idle.pop() if self._idle else None
+        if slot is None:
+            slot = _Slot(self)
+        slot.give(job)
+
+    def _park(self, slot: _Slot) -> None:
+        with self._lock:
+            self._idle.append(slot)
+
+    def _leave(self, slot: _Slot) -> bool:
+        """A slot that waited long enough leaves, unless a job was just handed to it."""
+        with self._lock:
+            if slot in self._idle:
+                self._idle.remove(slot)
+                return True
+            return False
+
+
+_IDLE = 10.0
+"""Seconds an idle worker thread waits for the next sync run before it ends."""
+
+
+class _Slot:
+    __slots__ = ("_job", "_owner", "_ready")
+
+    def __init__(self, owner: Threads) -> None:
+        self._owner = owner
+        self._ready = threading.Event()
+        self._job: Callable[[], None] | None = None
+        threading.Thread(target=self._loop, name="reasoning-stream-hub-run", daemon=True).start()
+
+    def give(self, job: Callable[[], None]) -> None:
+        self._job = job
+        self._ready.set()
+
+    def _loop(self) -> None:
+        while True:
+            if not self._ready.wait(_IDLE) and self._owner._leave(self):
+                return
+            self._ready.wait()  # a job was handed over as the slot was about to leave
+            self._ready.clear()
+            job, self._job = self._job, None
+            if job is not None:
+                job()
+            self._owner._park(self)
+
+
+THREADS = Threads()
+"""The worker threads of every hub's sync runs."""
