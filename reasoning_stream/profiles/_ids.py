@@ -112,7 +112,10 @@ def canonical_root(url: str) -> str:
     >>> canonical_root("HTTPS://Dashscope.AliyunCS.com:443/compatible-mode/v1/")
     'https://dashscope.aliyuncs.com/compatible-mode/v1'
     """
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # not a URL (an unclosed IPv6 bracket): compare it as written
+        return url.strip().lower().rstrip("/")
     scheme = (parts.scheme or "https").lower()
     host = (parts.hostname or "").lower()
     try:
