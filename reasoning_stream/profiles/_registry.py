@@ -78,7 +78,7 @@ def _listed(row: Mapping[str, Any], one: str, many: str, where: str) -> tuple[st
     if isinstance(value, str):
         value = [value]
     if not value or not all(isinstance(item, str) and item for item in value):
-        raise UsageError(f"{where}: name the {many} it covers ({one} = \"...\" or {many} = [...])")
+        raise UsageError(f'{where}: name the {many} it covers ({one} = "..." or {many} = [...])')
     return tuple(value)
 
 
@@ -220,8 +220,12 @@ def register(
     providers, patterns, roots, profile = _row(raw, where, start)
     row = ProfileRow(providers, patterns, roots, replace(profile, known=True), user=True)
     with _lock:
-        _user[:] = [r for r in _user if (r.providers, r.patterns, r.api_roots) != (
-            row.providers, row.patterns, row.api_roots)]
+        _user[:] = [
+            r
+            for r in _user
+            if (r.providers, r.patterns, r.api_roots)
+            != (row.providers, row.patterns, row.api_roots)
+        ]
         _user.append(row)
     return row.profile
 

@@ -102,7 +102,11 @@ def test_openrouter_resolves_other_vendors_to_their_models() -> None:
     )
     assert profiles.lookup("openrouter", "deepseek/deepseek-r1").thinking == "always"
     # Claude Opus 4.5+, Sonnet 4.6+ and 5.x keep earlier turns' thinking there too (issue 23).
-    for model in ("anthropic/claude-opus-4.5", "anthropic/claude-sonnet-4.6", "anthropic/claude-sonnet-5"):
+    for model in (
+        "anthropic/claude-opus-4.5",
+        "anthropic/claude-sonnet-4.6",
+        "anthropic/claude-sonnet-5",
+    ):
         assert profiles.lookup("openrouter", model).passback == "always", model
     assert profiles.lookup("openrouter", "anthropic/claude-sonnet-4.5").passback == "tool_loop"
 

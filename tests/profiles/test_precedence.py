@@ -19,8 +19,12 @@ LAW = "law-provider"
 _ids = st.text(alphabet="ab-", min_size=1, max_size=6)
 _patterns = st.one_of(
     _ids,  # an exact id
-    st.builds(lambda head, tail: head + "*" + tail, st.text("ab-", max_size=4), st.text("ab", max_size=2)),
-    st.builds(lambda head, tail: head + "?" + tail, st.text("ab-", max_size=4), st.text("ab-", max_size=2)),
+    st.builds(
+        lambda head, tail: head + "*" + tail, st.text("ab-", max_size=4), st.text("ab", max_size=2)
+    ),
+    st.builds(
+        lambda head, tail: head + "?" + tail, st.text("ab-", max_size=4), st.text("ab-", max_size=2)
+    ),
 )
 
 
@@ -77,7 +81,11 @@ def test_the_most_specific_registered_pattern_wins(case: tuple[list[str], str]) 
             found = profiles.lookup(LAW, model)
         if expected is None:
             assert not found.known
-            assert (found.thinking, found.passback, found.pattern) == ("optional", "tool_loop", None)
+            assert (found.thinking, found.passback, found.pattern) == (
+                "optional",
+                "tool_loop",
+                None,
+            )
         else:
             assert found.known
             assert (found.pattern, found.note) == (expected, expected)
