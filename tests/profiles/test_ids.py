@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reasoning_stream import profiles
+from tests.helpers import examples
 
 OPUS_5 = profiles.lookup("anthropic", "claude-opus-5")
 OPUS_5_5 = profiles.lookup("anthropic", "claude-opus-5-5")
@@ -116,3 +120,48 @@ def test_vendor_prefixed_open_weights_resolve_to_their_model() -> None:
     assert distill.inline == profiles.Inline(("think",), opens_inside=True)
     assert profiles.lookup("gemini", "models/gemini-3-pro-preview").efforts == ("low", "high")
     assert profiles.lookup("ollama", "gpt-oss:20b").efforts == ("low", "medium", "high")
+
+
+CLAUDE_IDS = [
+    "claude-opus-5",
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+    "claude-fable-5-1",
+    "claude-sonnet-4-5-20250929",
+    "claude-opus-4-1-20250805",
+    "claude-3-7-sonnet-20250219",
+    "claude-3-5-haiku-20241022",
+]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    model=st.sampled_from(CLAUDE_IDS),
+    geo=st.sampled_from(["", "us.", "eu.", "apac.", "jp.", "au.", "us-gov.", "global."]),
+    version=st.sampled_from(["", "-v1:0", "-v2:0", "-v1", ":0"]),
+    arn=st.sampled_from(["", "foundation-model", "inference-profile"]),
+    region=st.sampled_from(["us-east-1", "eu-central-1", "ap-northeast-1"]),
+)
+def test_any_bedrock_wrapping_of_a_claude_id_is_that_claude(
+    model: str, geo: str, version: str, arn: str, region: str
+) -> None:
+    wire = f"{geo}anthropic.{model}{version}"
+    if arn == "foundation-model":
+        wire = f"arn:aws:bedrock:{region}::foundation-model/anthropic.{model}{version}"
+    elif arn:
+        wire = f"arn:aws:bedrock:{region}:123456789012:inference-profile/{wire}"
+    assert profiles.lookup("bedrock", wire) == profiles.lookup("anthropic", model)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(model=st.sampled_from(CLAUDE_IDS), dots=st.lists(st.booleans(), min_size=4, max_size=4))
+def test_gateway_ids_take_dots_or_hyphens_in_versions(model: str, dots: list[bool]) -> None:
+    # Write each digit-hyphen-digit joint as a dot or a hyphen, independently.
+    parts = re.split(r"(?<=\d)-(?=\d)", model)
+    written = parts[0]
+    for index, part in enumerate(parts[1:]):
+        written += ("." if dots[index % len(dots)] else "-") + part
+    expected = profiles.lookup("anthropic", model)
+    assert profiles.lookup("openrouter", f"anthropic/{written}") == expected
+    assert profiles.lookup("anthropic", written) == expected
