@@ -184,6 +184,8 @@ def test_every_family_the_code_knows_has_a_row(provider: str, model: str, thinki
             "default_on",
             ("none", "low", "medium", "high"),
         ),
+        # Groq serves Qwen3 with its reasoning_format switch
+        ("openai-chat", "qwen/qwen3-32b", "https://api.groq.com/openai/v1", "default_on", ()),
         # Mistral
         ("openai-chat", "magistral-medium-latest", "https://api.mistral.ai/v1", "always", ()),
         (
@@ -200,6 +202,11 @@ def test_endpoint_rows(
 ) -> None:
     found = profiles.lookup(provider, model, base_url=base_url)
     assert (found.thinking, found.efforts) == (thinking, efforts)
+    assert found.pattern is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", profiles.UnknownModelWarning)
+        elsewhere = profiles.lookup(provider, model, base_url="http://localhost:8000/v1")
+    assert found != elsewhere
 
 
 def test_the_facts_issue_23_names() -> None:
