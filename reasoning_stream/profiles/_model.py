@@ -80,6 +80,21 @@ class ModelProfile:
     pattern: str | None = None
     known: bool = False
 
+    def nearest_effort(self, level: str) -> str | None:
+        """The documented level closest to ``level`` on the seven-level scale (``level``
+        itself when documented); on a tie the lower one wins. ``None`` when the model
+        documents no levels.
+
+        >>> ModelProfile(efforts=("low", "high")).nearest_effort("medium")
+        'low'
+        """
+        if level not in LEVELS:
+            raise UsageError(f"effort {level!r} is none of {', '.join(LEVELS)}")
+        if not self.efforts:
+            return None
+        wanted = LEVELS.index(level)
+        return min(self.efforts, key=lambda e: (abs(LEVELS.index(e) - wanted), LEVELS.index(e)))
+
 
 FIELDS: tuple[str, ...] = (
     "thinking",

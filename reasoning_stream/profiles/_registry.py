@@ -71,6 +71,9 @@ _lock = threading.Lock()
 _user: list[ProfileRow] = []
 _warned: set[tuple[str, str]] = set()
 _catalogue: tuple[ProfileRow, ...] | None = None
+# Answers by (provider, model, base_url); emptied whenever the user rows change.
+_answers: dict[tuple[str, str, str | None], ModelProfile] = {}
+_ANSWERS_KEPT = 4096
 
 
 def _listed(row: Mapping[str, Any], one: str, many: str, where: str) -> tuple[str, ...]:
@@ -146,15 +149,31 @@ def lookup(provider: str, model: str, base_url: str | None = None) -> ModelProfi
     """
     provider_id = str(provider).strip().lower()
     name = str(model)
-    forms = candidates(provider_id, name)
+    key = (provider_id, name, base_url)
     with _lock:
+        answer = _answers.get(key)
         user = tuple(_user)
+    if answer is None:
+        answer = _resolve(user, provider_id, name, base_url)
+        with _lock:
+            if len(_answers) >= _ANSWERS_KEPT:
+                _answers.clear()
+            if user == tuple(_user):  # no row registered meanwhile
+                _answers[key] = answer
+    if not answer.known:
+        _warn_unknown(provider_id, name)
+    return answer
+
+
+def _resolve(
+    user: tuple[ProfileRow, ...], provider: str, model: str, base_url: str | None
+) -> ModelProfile:
+    forms = candidates(provider, model)
     for rows in (user, catalogue()):
-        found = _best(rows, provider_id, forms, base_url)
+        found = _best(rows, provider, forms, base_url)
         if found is not None:
             row, pattern = found
             return replace(row.profile, pattern=pattern, known=True)
-    _warn_unknown(provider_id, name)
     return conservative()
 
 
@@ -227,6 +246,7 @@ def register(
             != (row.providers, row.patterns, row.api_roots)
         ]
         _user.append(row)
+        _answers.clear()
     return row.profile
 
 
@@ -237,6 +257,7 @@ def unregister(provider: str, pattern: str) -> bool:
         kept = [r for r in _user if (r.providers[0], r.patterns[0]) != key]
         removed = len(kept) != len(_user)
         _user[:] = kept
+        _answers.clear()
     return removed
 
 

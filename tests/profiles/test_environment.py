@@ -83,3 +83,21 @@ def test_a_bad_file_names_the_file_the_row_and_the_fix(tmp_path: Path) -> None:
     assert f"{path} row 1" in done.stderr and "'huge'" in done.stderr
     missing = _run(tmp_path / "absent.toml")
     assert "REASONING_STREAM_PROFILES=" in missing.stderr and "absent.toml" in missing.stderr
+
+
+def test_the_package_loads_profiles_only_when_asked() -> None:
+    code = (
+        "import sys, reasoning_stream\n"
+        "assert 'reasoning_stream.profiles' not in sys.modules\n"
+        "from reasoning_stream import profiles\n"
+        "assert profiles is reasoning_stream.profiles is sys.modules['reasoning_stream.profiles']\n"
+        "assert 'profiles' in dir(reasoning_stream)\n"
+        "print(profiles.lookup('anthropic', 'claude-opus-5').thinking)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("REASONING_STREAM_PROFILES", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "default_on"

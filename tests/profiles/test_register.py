@@ -5,8 +5,11 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reasoning_stream import UsageError, profiles
+from tests.helpers import examples
 
 
 def test_register_a_model_in_one_call() -> None:
@@ -109,3 +112,38 @@ def test_lookup_never_raises() -> None:
         assert isinstance(
             profiles.lookup("openai-chat", "qwen3", base_url="http://[::1"), profiles.ModelProfile
         )
+
+
+LEVELS = ["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    documented=st.lists(st.sampled_from(LEVELS), unique=True).map(
+        lambda found: tuple(sorted(found, key=LEVELS.index))
+    ),
+    asked=st.sampled_from(LEVELS),
+)
+def test_the_nearest_documented_level_and_the_lower_on_a_tie(
+    documented: tuple[str, ...], asked: str
+) -> None:
+    profile = profiles.ModelProfile(efforts=documented)
+    if not documented:
+        assert profile.nearest_effort(asked) is None
+        return
+    # Reference: walk outwards from the asked level, the lower side first.
+    here = LEVELS.index(asked)
+    for distance in range(len(LEVELS)):
+        below, above = here - distance, here + distance
+        if below >= 0 and LEVELS[below] in documented:
+            expected = LEVELS[below]
+            break
+        if above < len(LEVELS) and LEVELS[above] in documented:
+            expected = LEVELS[above]
+            break
+    assert profile.nearest_effort(asked) == expected
+
+
+def test_nearest_effort_refuses_a_level_that_does_not_exist() -> None:
+    with pytest.raises(UsageError, match="'huge' is none of none, minimal"):
+        profiles.lookup("anthropic", "claude-opus-5").nearest_effort("huge")
