@@ -56,6 +56,8 @@ class ProfileRow:
     api_roots: tuple[str, ...]
     profile: ModelProfile
     user: bool = False
+    written: tuple[str, ...] = ()
+    """The patterns as the user wrote them (``patterns`` are normalized for matching)."""
 
 
 class Registered(NamedTuple):
@@ -237,7 +239,9 @@ def register(
     start = _base(provider_id, base, where)
     raw = {"provider": provider_id, "pattern": pattern, "api_roots": list(api_roots), **fields}
     providers, patterns, roots, profile = _row(raw, where, start)
-    row = ProfileRow(providers, patterns, roots, replace(profile, known=True), user=True)
+    row = ProfileRow(
+        providers, patterns, roots, replace(profile, known=True), user=True, written=(pattern,)
+    )
     with _lock:
         _user[:] = [
             r
@@ -264,7 +268,7 @@ def unregister(provider: str, pattern: str) -> bool:
 def registered() -> tuple[Registered, ...]:
     """The user rows, oldest first, as ``(provider, pattern)`` pairs."""
     with _lock:
-        return tuple(Registered(r.providers[0], r.patterns[0]) for r in _user)
+        return tuple(Registered(r.providers[0], (r.written or r.patterns)[0]) for r in _user)
 
 
 def table(*, include_registered: bool = False) -> tuple[ProfileRow, ...]:
@@ -301,7 +305,7 @@ def load_file(path: str | os.PathLike[str]) -> tuple[Registered, ...]:
                     register(provider, pattern, base, api_roots=raw.get("api_roots", ()), **fields)
                 except UsageError as exc:
                     raise UsageError(f"{where}: {exc}") from exc
-                added.append(Registered(provider.strip().lower(), normalize(pattern)))
+                added.append(Registered(provider.strip().lower(), pattern))
     return tuple(added)
 
 

@@ -44,6 +44,14 @@ def test_registering_again_replaces_and_unregister_removes() -> None:
     assert profiles.registered() == ()
 
 
+def test_registered_lists_patterns_as_written_and_unregister_takes_either_form() -> None:
+    profiles.register("OpenRouter", "acme/Model-2.5*", thinking="always")
+    assert profiles.registered() == (("openrouter", "acme/Model-2.5*"),)
+    assert profiles.lookup("openrouter", "acme/model-2-5-mini").thinking == "always"
+    assert profiles.unregister("openrouter", "acme/model-2-5*") is True
+    assert profiles.registered() == ()
+
+
 def test_unregister_brings_the_catalogue_row_back() -> None:
     before = profiles.lookup("gemini", "gemini-2.5-flash")
     profiles.register("gemini", "gemini-2.5-flash", base="gemini-2.5-flash", thinking="never")
