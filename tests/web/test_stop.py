@@ -12,8 +12,12 @@ import uuid
 
 import httpx
 
-from reasoning_stream import ReasoningStream
-from tests.web.sse import parse, within
+from reasoning_stream import ReasoningDelta, ReasoningStream, TextDelta
+from reasoning_stream.hub import MemoryHub
+from reasoning_stream.testing import ScriptedPipe
+from reasoning_stream.web import create_app
+from tests.web.conftest import serve
+from tests.web.sse import get, parse, within
 from tests.web.test_multiprocess import workers
 
 __all__ = ["workers"]
@@ -52,3 +56,29 @@ def test_delete_on_b_stops_a_silent_run_on_a_and_the_reader_on_c_ends(
     assert json.loads(events[-1].data)["status"] == "cancelled_before_answer"
     channel = "".join(json.loads(event.data).get("chunk", "") for event in events)
     assert channel == f"{ReasoningStream.OPEN_TAG}thinking hard{ReasoningStream.CLOSE_TAG}"
+
+
+def test_delete_stops_a_silent_run_of_a_memory_hub() -> None:
+    hub = MemoryHub()
+
+    def start(prompt: object) -> ScriptedPipe:
+        return ScriptedPipe([ReasoningDelta("hmm"), TextDelta("half"), 60.0, TextDelta("never")])
+
+    with serve(create_app(hub, timeout=2, start=start)) as base, httpx.Client(timeout=10) as client:
+        assert client.post(f"{base}/streams/chat-1", json={"prompt": "hi"}).status_code == 202
+        deadline = time.monotonic() + 10
+        while len(hub.read("chat-1")) < 4:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        stopped_at = time.monotonic()
+        stop = client.delete(f"{base}/streams/chat-1")
+        assert stop.status_code == 200 and stop.json()["stopped"] is True
+        events = parse(get(f"{base}/streams/chat-1", client=client).text)
+        assert time.monotonic() - stopped_at < 1.0
+        assert events[-1].event == "end"
+        assert json.loads(events[-1].data)["status"] == "cancelled_after_partial_answer"
+        channel = "".join(json.loads(event.data).get("chunk", "") for event in events)
+        assert channel == "<think>hmm</think>half"
+        assert client.delete(f"{base}/streams/chat-1").status_code == 404
+        assert client.delete(f"{base}/streams/chat-2").status_code == 404
+        assert client.delete(f"{base}/streams/a%20b").status_code == 400
