@@ -24,7 +24,7 @@ from .._exceptions import UsageError
 from .._pipe import Status
 from .._redis_client import cluster_hint, connect, run_scripts
 from .._redis_keys import check_prefix, redacted_url
-from ._base import Hub, StreamExistsError, _Failure
+from ._base import Hub, HubError, StreamExistsError, _Failure
 from ._entry import Entry
 from ._follow import BLOCK_MS, Follower
 from ._redis_codec import (
@@ -252,13 +252,24 @@ class RedisHub(Hub):
     # ------------------------------------------------------------------------ stopping
 
     def _request_stop(self, stream_id: str) -> bool:
-        """Mark the running stream's claim and publish the stop (``STOP`` in the codec)."""
-        return bool(
-            self._stop_script(
-                keys=stream_keys(self.prefix, stream_id),
-                args=[stop_channel(self.prefix), stream_id],
+        """Mark the running stream's claim and publish the stop (``STOP`` in the codec).
+
+        Raises :class:`HubError` when Redis does not answer (nothing was stopped).
+        """
+        redis = import_redis()
+        try:
+            return bool(
+                self._stop_script(
+                    keys=stream_keys(self.prefix, stream_id),
+                    args=[stop_channel(self.prefix), stream_id],
+                )
             )
-        )
+        except redis.RedisError as error:
+            raise HubError(
+                f"could not ask Redis at {self.url_for_messages} to stop stream {stream_id!r} "
+                f"({type(error).__name__}: {error}){cluster_hint(error)}; nothing was stopped, "
+                "try again"
+            ) from None
 
     def _started(self, stream_id: str, control: RunControl) -> None:
         """Listen for stop requests (once per hub), then catch one that came before."""

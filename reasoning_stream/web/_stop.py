@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from .._exceptions import UsageError
-from ..hub import Hub
+from ..hub import Hub, HubError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -24,7 +24,8 @@ def stop_endpoint(
     """The handler: 200 ``{"stream_id": ..., "stopped": true}`` when this request stopped
     the run (wherever it runs: another worker, another machine on a ``RedisHub``); 404 when
     there is no run to stop (finished, being stopped already, or unknown); 400 for an id the
-    hub refuses; 403 when ``refusal`` refuses the request (as for a POST)."""
+    hub refuses; 503 when the hub's store (Redis) does not answer; 403 when ``refusal``
+    refuses the request (as for a POST)."""
     from starlette.responses import JSONResponse, PlainTextResponse
 
     async def stop(request: Request) -> Response:
@@ -36,6 +37,8 @@ def stop_endpoint(
             stopped = await hub.astop(stream_id)
         except UsageError as error:
             return PlainTextResponse(str(error), 400)
+        except HubError as error:  # the hub's store did not answer: nothing was stopped
+            return PlainTextResponse(str(error), 503)
         if not stopped:
             return PlainTextResponse(
                 f"stream {stream_id!r} has no run to stop: it finished, is being stopped "

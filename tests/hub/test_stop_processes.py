@@ -78,3 +78,19 @@ def test_a_run_in_one_process_is_stopped_from_another_and_read_in_a_third(
     with RedisHub(redis_url) as hub:
         assert hub.stop(stream_id) is False  # finished: a no-op that says so
         assert hub.stop(f"never-{uuid.uuid4().hex}") is False
+
+
+def test_a_stop_that_cannot_reach_redis_says_so_without_the_password(
+    redis_server: Any,
+) -> None:
+    from reasoning_stream.hub import HubError
+
+    url = redis_server.url.replace("redis://", "redis://user:s3cret@")
+    hub = RedisHub(url, connect_timeout=0.5)
+    try:
+        redis_server.stop()
+        with pytest.raises(HubError, match="nothing was stopped") as raised:
+            hub.stop("chat-1")
+        assert "s3cret" not in str(raised.value) and "***" in str(raised.value)
+    finally:
+        hub.close()
