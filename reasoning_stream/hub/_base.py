@@ -255,26 +255,13 @@ class Hub:
                 control.wake.wait()
                 if not worker.done.is_set():  # stopped: let the run end by itself first
                     worker.done.wait(STOP_GRACE)
-            except BaseException:  # KeyboardInterrupt while waiting: stop the run as well
+            except BaseException:  # Ctrl-C while waiting: stop the run too, end its stream
                 control.request()
                 worker.done.wait(STOP_GRACE)
-                if not worker.done.is_set():
-                    _abandon(sink, control)
+                with contextlib.suppress(Exception):  # the interruption is what goes on
+                    _settle(worker, runnable, before, sink, control)
                 raise
-            if not worker.done.is_set() and not worker.abandon():
-                # The model is silent: end its stream here and leave its thread behind.
-                stopped = _stopped_result(runnable, sink)
-                return _conclude(_abandon(sink, control), stopped)
-            error = worker.error
-            if error is not None and not isinstance(error, Stopped):
-                failure = sink.finish(_status_after(runnable, before, error, sink))
-                _note_failure(error, failure)
-                raise error
-            if error is not None:
-                stopped = _stopped_result(runnable, sink, before)
-                return _conclude(sink.finish(stopped.status), stopped)
-            assert worker.result is not None
-            return _conclude(sink.finish(worker.result.status), worker.result)
+            return _settle(worker, runnable, before, sink, control)
 
     @overload
     async def arun(
@@ -372,6 +359,26 @@ class _Worker:
                 return True
             self._abandoned = True
             return False
+
+
+def _settle(
+    worker: _Worker, runnable: Runnable, before: object, sink: _Sink, control: RunControl
+) -> PipeResult | PipelineResult:
+    """Write a sync run's final entry from how its worker ended (or was left behind)."""
+    if not worker.done.is_set() and not worker.abandon():
+        # The model is silent: end its stream here and leave its thread behind.
+        stopped = _stopped_result(runnable, sink)
+        return _conclude(_abandon(sink, control), stopped)
+    error = worker.error
+    if error is not None and not isinstance(error, Stopped):
+        failure = sink.finish(_status_after(runnable, before, error, sink))
+        _note_failure(error, failure)
+        raise error
+    if error is not None:
+        stopped = _stopped_result(runnable, sink, before)
+        return _conclude(sink.finish(stopped.status), stopped)
+    assert worker.result is not None
+    return _conclude(sink.finish(worker.result.status), worker.result)
 
 
 def _abandon(sink: _Sink, control: RunControl) -> _Failure | None:

@@ -5,6 +5,8 @@ here; three processes in test_stop_processes.py), async (asyncio and trio) and s
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 import uuid
@@ -198,3 +200,26 @@ def test_stop_checks_the_stream_id(hub: Hub) -> None:
 
     with pytest.raises(UsageError, match="stream_id"):
         hub.stop("has space")
+
+
+@pytest.mark.parametrize("script", [silent_after_reasoning, chatty])
+def test_ctrl_c_in_a_waiting_sync_run_ends_its_stream_cancelled(hub: Hub, script: Any) -> None:
+    """The pipe runs in a worker thread: Ctrl-C reaches the waiting thread, which stops the
+    run and still writes its final entry before the interruption goes on."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("Ctrl-C reaches the main thread only")
+    stream_id = new_id()
+
+    def interrupt() -> None:
+        wait_sync(hub, stream_id, 2)
+        os.kill(os.getpid(), signal.SIGINT)  # a real signal: it wakes a blocked wait
+
+    helper = threading.Thread(target=interrupt, daemon=True)
+    helper.start()
+    with pytest.raises(KeyboardInterrupt):
+        hub.run(stream_id, ScriptedPipe(script()), "go")
+    helper.join(5)
+    entries = hub.read(stream_id)
+    assert entries[-1].final and entries[-1].status == "cancelled_before_answer"
+    channel = "".join(entry.chunk for entry in entries)
+    assert not ReasoningStream.split(channel, lossless=True).truncated
