@@ -24,6 +24,7 @@ from anyio.abc import TaskStatus
 
 from .._events import Event
 from .._exceptions import ReasoningStreamError, UsageError
+from .._loops import warn_if_loop_running
 from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
 from .._stream import ReasoningStream
@@ -246,6 +247,9 @@ class Hub:
         cancelled status (see :mod:`._stop` for how).
         """
         _check_stream_id(stream_id)
+        # The pipe runs in a worker thread, where it cannot see the caller's loop: warn here.
+        if not self.__dict__.get("_warned_loop") and warn_if_loop_running(self, "run", "arun"):
+            self._warned_loop = True
         sink = self._open(stream_id)
         before = runnable.last_result
         with self._running(stream_id) as control:

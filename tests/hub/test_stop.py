@@ -223,3 +223,11 @@ def test_ctrl_c_in_a_waiting_sync_run_ends_its_stream_cancelled(hub: Hub, script
     assert entries[-1].final and entries[-1].status == "cancelled_before_answer"
     channel = "".join(entry.chunk for entry in entries)
     assert not ReasoningStream.split(channel, lossless=True).truncated
+
+
+@pytest.mark.anyio
+async def test_a_sync_run_called_on_an_event_loop_still_warns_once(hub: Hub) -> None:
+    """The pipe runs in a worker thread now; the hub warns for it, pointing at the caller."""
+    with pytest.warns(RuntimeWarning, match=r"RedisHub.run\(\)|MemoryHub.run\(\)") as caught:
+        hub.run(new_id(), ScriptedPipe(["hi"]), "go")
+    assert caught[0].filename == __file__
