@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias, overload
 
 import anyio
+from anyio.abc import TaskStatus
 
 from .._events import Event
 from .._exceptions import ReasoningStreamError
@@ -91,8 +92,9 @@ class _Sink(Protocol):
 
     def put_event(self, event: Event) -> None: ...
 
-    def finish(self, status: Status) -> _Failure | None:
-        """Write the final entry; say what was not published, if anything."""
+    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
+        """Write the final entry (``error``: why a failed run failed); say what was not
+        published, if anything."""
         ...
 
 
@@ -124,6 +126,9 @@ class Hub:
 
     maxlen: int
     ttl: float | None
+    first_entry_id: str
+    """The id of every stream's first entry: a reader whose first entry has another id
+    starts where retention trimmed the stream."""
 
     # ------------------------------------------------------------------ storage (subclasses)
 
@@ -133,8 +138,10 @@ class Hub:
     async def _aopen(self, stream_id: str) -> _Sink:
         return self._open(stream_id)
 
-    async def _afinish(self, sink: _Sink, status: Status) -> _Failure | None:
-        return sink.finish(status)
+    async def _afinish(
+        self, sink: _Sink, status: Status, error: str | None = None
+    ) -> _Failure | None:
+        return sink.finish(status, error)
 
     def read(self, stream_id: str, after: str | None = None) -> list[Entry]:
         """The entries of ``stream_id`` there now (past ``after``), without waiting."""
@@ -149,6 +156,10 @@ class Hub:
     def check_entry_id(self, entry_id: str) -> None:
         """Raise :class:`InvalidEntryIdError` unless ``entry_id`` has this hub's id shape."""
         raise NotImplementedError
+
+    def check_stream_id(self, stream_id: str) -> None:
+        """Raise ``UsageError`` naming the rule unless this hub can run ``stream_id``."""
+        _check_stream_id(stream_id)
 
     # --------------------------------------------------------------------------- running
 
@@ -166,7 +177,7 @@ class Hub:
         through unchanged after the final entry is written; when the run succeeded but the hub
         could not publish everything, :class:`PublishError` carries the result as ``.result``.
         """
-        _check_stream_id(stream_id)
+        self.check_stream_id(stream_id)
         sink = self._open(stream_id)
         before = runnable.last_result
         attachment = _Attachment(runnable, sink)
@@ -174,26 +185,49 @@ class Hub:
             result: PipeResult | PipelineResult = runnable.run(prompt)
         except BaseException as error:
             attachment.detach()
-            failure = sink.finish(_status_after(runnable, before, error, sink))
+            status = _status_after(runnable, before, error, sink)
+            failure = sink.finish(status, failure_reason(error) if status == "error" else None)
             _note_failure(error, failure)
             raise
         attachment.detach()
         return _conclude(sink.finish(result.status), result)
 
     @overload
-    async def arun(self, stream_id: str, runnable: Pipe, prompt: Prompt) -> PipeResult: ...
-    @overload
-    async def arun(self, stream_id: str, runnable: Pipeline, prompt: Prompt) -> PipelineResult: ...
     async def arun(
-        self, stream_id: str, runnable: Runnable, prompt: Prompt
+        self,
+        stream_id: str,
+        runnable: Pipe,
+        prompt: Prompt,
+        *,
+        task_status: TaskStatus[None] = ...,
+    ) -> PipeResult: ...
+    @overload
+    async def arun(
+        self,
+        stream_id: str,
+        runnable: Pipeline,
+        prompt: Prompt,
+        *,
+        task_status: TaskStatus[None] = ...,
+    ) -> PipelineResult: ...
+    async def arun(
+        self,
+        stream_id: str,
+        runnable: Runnable,
+        prompt: Prompt,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> PipeResult | PipelineResult:
         """Run a pipe or pipeline on the running event loop (asyncio or trio), publishing it.
 
         As :meth:`run`. A cancelled run still writes its final entry (with the cancelled
-        status) before the cancellation goes on.
+        status) before the cancellation goes on. Started with ``task_group.start``, it
+        reports started once ``stream_id`` is claimed, so the caller knows at once whether
+        the id was free (the ``UsageError`` comes out of ``start``).
         """
-        _check_stream_id(stream_id)
+        self.check_stream_id(stream_id)
         sink = await self._aopen(stream_id)
+        task_status.started()
         before = runnable.last_result
         attachment = _Attachment(runnable, sink)
         try:
@@ -201,11 +235,12 @@ class Hub:
         except BaseException as error:
             attachment.detach()
             status = _status_after(runnable, before, error, sink)
+            reason = failure_reason(error) if status == "error" else None
             failure: _Failure | None = _Failure(
                 f"the final entry of stream {stream_id!r} was not written in time", 1
             )
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSING_TIMEOUT):
-                failure = await self._afinish(sink, status)
+                failure = await self._afinish(sink, status, reason)
             _note_failure(error, failure)
             raise
         attachment.detach()
@@ -223,6 +258,25 @@ def _check_stream_id(stream_id: str) -> None:
             f"stream_id must be 1 to 200 printable characters without spaces or '/', "
             f"got {stream_id!r}"
         )
+
+
+_REASON_LIMIT = 1000
+"""Most characters of a failed run's reason kept in its final entry."""
+
+
+def failure_reason(error: BaseException) -> str:
+    """Why a run failed, for its final entry (``Entry.error``) and logs: type and message.
+
+    Library errors never carry secrets (providers redact keys and URL passwords); as a last
+    guard, a URL's ``user:password@`` is blanked here too, so no reader ever sees one.
+
+    >>> failure_reason(ValueError("bad https://u:pw@example.com/v1 answer"))
+    'ValueError: bad https://***@example.com/v1 answer'
+    """
+    from .._redact import redact_url_credentials
+
+    text = redact_url_credentials(f"{type(error).__name__}: {error}")
+    return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
 
 
 def _status_after(runnable: Runnable, before: object, error: BaseException, sink: _Sink) -> Status:

@@ -68,6 +68,25 @@ def build_app(hub: Hub, start: Callable[[Prompt], Runnable]) -> Any:
     return create_app(hub, start=start, routes=[Route("/", page)])
 
 
+@contextlib.contextmanager
+def _reasons_to(out: IO[str]) -> Iterator[None]:
+    """Print the web app's log lines (a failed run's reason) on ``out`` while serving."""
+    import logging
+
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("reasoning-stream serve: %(message)s"))
+    log = logging.getLogger("reasoning_stream.web")
+    log.addHandler(handler)
+    previous = log.level
+    if not log.isEnabledFor(logging.WARNING):
+        log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(previous)
+
+
 def add_serve_command(commands: Any) -> None:
     """Register ``serve`` on the command line's subparsers."""
     from .._cli import PROVIDERS
@@ -116,9 +135,12 @@ def serve(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
                 return build_pipe(args.provider, args.model, base_url=args.base_url)
 
             what = f"{args.provider} {args.model}"
+        # The app's safety defaults hold (loopback names only, JSON from this page only);
+        # a failed run's reason reaches this terminal as well as the page.
         config = uvicorn.Config(
             build_app(hub, start), host="127.0.0.1", port=args.port, log_level="warning"
         )
+        stack.enter_context(_reasons_to(out))
         server = uvicorn.Server(config)
         out.write(f"reasoning-stream serve: {what}\n")
 
