@@ -65,8 +65,10 @@ def create_app(
     the entry it came from; ``Last-Event-ID`` (or ``?after=``; the header wins) resumes right
     after that entry, so an ``EventSource`` that reconnects loses and repeats nothing. A
     stream that does not exist within ``timeout`` seconds is a 404; a malformed id a 400; a
-    resume point that retention dropped a 410; nothing left after the final entry a 204
-    (which tells an ``EventSource`` to stop reconnecting).
+    resume point that retention dropped a 410, and so is resuming ``ag-ui`` or ``vercel-ui``
+    once retention dropped the stream's start (their parts were opened by entries that are
+    gone); nothing left after the final entry a 204 (which tells an ``EventSource`` to stop
+    reconnecting).
 
     With ``start``, a callable that builds a pipe or pipeline for a prompt, the app also takes
     ``POST /streams/{stream_id}`` with ``{"prompt": "..."}`` and runs it through the hub in
@@ -305,7 +307,17 @@ async def _events(
     if after is not None:
         await anyio.to_thread.run_sync(hub.read, stream_id, after)
     skipping = after is not None
+    first = True
     async for entry in hub.subscribe(stream_id, timeout=timeout):
+        if first and skipping and entry.id != hub.first_entry_id:
+            # The parts the client holds were opened by entries retention dropped: a replay
+            # from what is left would continue them under ids the client never saw.
+            raise StreamExpiredError(
+                f"the start of stream {stream_id!r} was trimmed (the hub's maxlen={hub.maxlen} "
+                f"keeps the latest entries only), so protocol={protocol} cannot resume it; "
+                "read it again from the start, use protocol=channel, or raise maxlen"
+            )
+        first = False
         events = translator.feed(entry)
         if skipping:
             skipping = entry.id != after

@@ -328,3 +328,37 @@ def test_host_check_covers_raw_sockets_without_a_host_header(base: str) -> None:
         while chunk := sock.recv(4096):
             reply += chunk
     assert reply.startswith(b"HTTP/1.1 400")
+
+
+# -------------------------------------------------------- Resuming a trimmed stateful stream
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+def test_resuming_ag_ui_or_vercel_ui_after_the_start_was_trimmed_is_410(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """Part ids come from the entries that opened them: once ``maxlen`` dropped the stream's
+    start, a continuation would use ids the client never saw. The channel resumes still."""
+    hub: Hub = (
+        MemoryHub(maxlen=20)
+        if kind == "memory"
+        else RedisHub(request.getfixturevalue("redis_url"), maxlen=20)
+    )
+    stream_id = new_id()
+    hub.run(stream_id, ScriptedPipe([ReasoningDelta(f"r{n} ") for n in range(300)]), "go")
+    kept = hub.read(stream_id)
+    assert kept[0].id != hub.first_entry_id  # the start was trimmed
+    resume_at = kept[len(kept) // 2].id
+    with serve(create_app(hub, timeout=1)) as base:
+        for protocol in ("ag-ui", "vercel-ui"):
+            url = f"{base}/streams/{stream_id}?protocol={protocol}"
+            response = get(url, last_event_id=resume_at)
+            assert response.status_code == 410, protocol
+            assert "trimmed" in response.text and "maxlen" in response.text
+        channel = get(f"{base}/streams/{stream_id}", last_event_id=resume_at)
+        assert channel.status_code == 200
+        assert [event.id for event in parse(channel.text)] == [
+            entry.id for entry in hub.read(stream_id, after=resume_at)
+        ]
+    if isinstance(hub, RedisHub):
+        hub.close()
