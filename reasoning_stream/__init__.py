@@ -10,16 +10,15 @@ reasoning and the answer from anything collected off that channel.
 'Hello!'
 """
 
-from ._conversation import Conversation, GenerationRecord, PassbackPolicy, TurnRecord
 from ._effort import (
     Reasoning,
     ReasoningLevel,
     ReasoningPlan,
     ReasoningWarning,
     effort_table,
-    merge_params,
     plan_reasoning,
 )
+from ._effort import merge_params as merge_params
 from ._events import (
     Event,
     Finish,
@@ -52,10 +51,21 @@ from ._messages import (
 )
 from ._pipe import Pipe, PipeResult, Prompt, Status, Timings
 from ._pipeline import Pipeline, PipelineResult
-from ._preflight import PassbackProblem
 from ._stream import ReasoningStream, Split
-from ._tags import DEFAULT_TAGS, Escaper, Scanner
+from ._tags import DEFAULT_TAGS
+from ._tags import Escaper as Escaper
+from ._tags import Scanner as Scanner
+from .conversation import (
+    Conversation,
+    GenerationRecord,
+    PassbackPolicy,
+    PassbackProblem,
+    TurnRecord,
+)
 
+# What users need. Escaper, Scanner and merge_params were listed here once: they stay importable
+# from the package (the "X as X" imports above) but belong to their modules; ReasoningStream's
+# scanner() and escaper() build the first two.
 __all__ = [
     "DEFAULT_TAGS",
     "INERT_MESSAGE_KEYS",
@@ -66,7 +76,6 @@ __all__ = [
     "Conversation",
     "ConversationNotFoundError",
     "CorruptConversationError",
-    "Escaper",
     "Event",
     "Finish",
     "GenerationRecord",
@@ -90,7 +99,6 @@ __all__ = [
     "ReasoningStream",
     "ReasoningStreamError",
     "ReasoningWarning",
-    "Scanner",
     "Split",
     "Status",
     "StoreError",
@@ -102,7 +110,6 @@ __all__ = [
     "UsageError",
     "UsageReport",
     "effort_table",
-    "merge_params",
     "plan_reasoning",
     "strip_inert_keys",
 ]

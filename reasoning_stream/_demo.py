@@ -56,7 +56,8 @@ def build_demo_pipe(provider: str, model: str, url: str, *, name: str | None = N
     spec = by_name(provider)
     if spec is None or spec.demo is None:
         raise ValueError(f"unknown provider {provider!r}; choose from {sorted(_demo_providers())}")
-    return spec.demo.build(model, url, name)
+    pipe: Pipe = spec.demo.build(model, url, name)
+    return pipe
 
 
 def run_demo(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:

@@ -19,8 +19,8 @@ in plain words everything it had to approximate:
 >>> merge_params({"model": "m", "thinking": {"type": "disabled"}}, plan.params)["thinking"]
 {'type': 'enabled', 'budget_tokens': 2048}
 
-This module is the mechanics and names no provider: each provider package's ``effort.py``
-holds its planner (an :class:`EffortPlanner`), found through the provider registry.
+This module names no provider: each provider package's ``effort.py`` holds its planner (an
+:class:`EffortPlanner`, built from ``_effort_planner``), found through the provider registry.
 :func:`effort_table` renders every planner's rows by running it on an example model of each
 family, so the README table cannot drift from the code. The module is pure: no I/O, no SDK
 import. Its one side effect is a ``ReasoningWarning`` issued once per (provider, model) when
@@ -29,15 +29,34 @@ reasoning is asked of a model that cannot reason.
 
 from __future__ import annotations
 
-import json
 import threading
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = [
-    "PROVIDERS",  # noqa: F822 (from the registry, lazily: see __getattr__)
+from ._effort_planner import (
+    ALLOWED,
+    REASONING_LEVELS,
+    Ask,
+    Draft,
+    EffortPlanner,
+    EffortRow,
+    Reasoning,
+    ReasoningLevel,
+    ReasoningPlan,
+    ReasoningWarning,
+    always_reasons,
+    ask_for,
+    cannot_reason,
+    level_for,
+    merge_params,
+    model_tail,
+    validate_reasoning,
+)
+
+__all__ = [  # noqa: F822 (PROVIDERS comes from the registry, when asked for)
+    "ALLOWED",
+    "PROVIDERS",
     "REASONING_LEVELS",
     "Ask",
     "Draft",
@@ -47,193 +66,22 @@ __all__ = [
     "ReasoningLevel",
     "ReasoningPlan",
     "ReasoningWarning",
+    "always_reasons",
+    "cannot_reason",
     "check_reasoning",
     "effort_table",
+    "level_for",
     "lower_plan",
     "merge_params",
+    "model_tail",
     "plan_reasoning",
+    "validate_reasoning",
 ]
-
-ReasoningLevel: TypeAlias = Literal["low", "medium", "high"]
-Reasoning: TypeAlias = bool | ReasoningLevel | int | None
-"""``None`` (provider default), ``False``, ``True``, an effort level, or a token budget."""
-
-REASONING_LEVELS: tuple[ReasoningLevel, ...] = ("low", "medium", "high")
-
-_NEAREST_LOW_BELOW = 4096
-_NEAREST_MEDIUM_BELOW = 12288
-
-ALLOWED = (
-    "allowed: None (the provider's default), True, False, 'low', 'medium', 'high', "
-    "or a positive int token budget"
-)
-
-
-class ReasoningWarning(UserWarning):
-    """Issued once per (provider, model) when reasoning is asked of a model that cannot reason."""
-
-
-@dataclass(frozen=True, slots=True)
-class ReasoningPlan:
-    """What one reasoning setting becomes for one provider and model.
-
-    ``params`` are the native request fields to merge into the request body (or SDK keyword
-    arguments) with :func:`merge_params`; nested mappings merge key by key. Treat them as
-    read-only. ``warnings`` say, in words, what was approximated or dropped. ``supported`` is
-    ``False`` when nothing could express the request: the model cannot reason, has no control
-    for that setting, or is unknown to this table (for ``None``: whether the model is known to
-    reason).
-
-    >>> plan = plan_reasoning("ollama", "qwen3", False)
-    >>> plan.params, plan.warnings, plan.supported
-    ({'think': False}, (), True)
-    """
-
-    provider: str
-    model: str
-    reasoning: Reasoning
-    params: Mapping[str, Any] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
-    supported: bool = True
-
-
-def merge_params(request: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """``request`` with ``params`` merged in: nested mappings merge key by key, ``params`` win.
-
-    Neither input is changed. Every mapping in the result is a new ``dict``; other values
-    (lists of messages, strings) are shared, not copied.
-
-    >>> merge_params({"reasoning": {"summary": "auto"}}, {"reasoning": {"effort": "high"}})
-    {'reasoning': {'summary': 'auto', 'effort': 'high'}}
-    """
-    merged = {key: _copied(value) for key, value in request.items()}
-    for key, value in params.items():
-        current = merged.get(key)
-        if isinstance(current, dict) and isinstance(value, Mapping):
-            merged[key] = merge_params(current, value)
-        else:
-            merged[key] = _copied(value)
-    return merged
-
-
-def _copied(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {key: _copied(item) for key, item in value.items()}
-    return value
-
-
-# --------------------------------------------------------------------------------- the ask
-
-
-@dataclass(frozen=True, slots=True)
-class Ask:
-    """A validated setting: what the user wants, before any provider is considered."""
-
-    kind: Literal["off", "on", "level", "budget"]
-    raw: bool | str | int
-    level: ReasoningLevel = "medium"
-    budget: int = 0
-
-
-def _ask_for(reasoning: object) -> Ask | None:
-    if reasoning is None:
-        return None
-    # bool first: True and False are ints too.
-    if isinstance(reasoning, bool):
-        return Ask("on", reasoning) if reasoning else Ask("off", reasoning)
-    if isinstance(reasoning, int):
-        if reasoning < 0:
-            raise ValueError(
-                f"reasoning={reasoning!r}: a token budget cannot be negative; {ALLOWED}"
-            )
-        return Ask("budget", reasoning, level=_nearest_level(reasoning), budget=reasoning)
-    if isinstance(reasoning, str) and reasoning in REASONING_LEVELS:
-        return Ask("level", reasoning, level=reasoning)
-    raise ValueError(f"reasoning={reasoning!r} is not a reasoning setting; {ALLOWED}")
-
-
-def validate_reasoning(reasoning: object) -> None:
-    """Raise ``ValueError`` unless ``reasoning`` is a valid setting (checked at construction)."""
-    _ask_for(reasoning)
-
-
-def _nearest_level(budget: int) -> ReasoningLevel:
-    if budget < _NEAREST_LOW_BELOW:
-        return "low"
-    if budget < _NEAREST_MEDIUM_BELOW:
-        return "medium"
-    return "high"
-
-
-@dataclass(slots=True)
-class Draft:
-    """A planner's answer, before ``plan_reasoning`` freezes it into a ``ReasoningPlan``."""
-
-    params: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    supported: bool = True
-    cannot_reason: bool = False
-
-
-def cannot_reason() -> Draft:
-    return Draft(supported=False, cannot_reason=True)
-
-
-def always_reasons(ask: Ask, where: str) -> Draft:
-    if ask.kind == "on":
-        return Draft()
-    if ask.kind == "off":
-        note = f"{where} always reasons and cannot turn it off; nothing sent"
-    else:
-        note = f"{where} always reasons and takes no effort setting; {ask.raw!r} sent nothing"
-    return Draft(warnings=[note], supported=False)
-
-
-def level_for(ask: Ask, where: str) -> tuple[ReasoningLevel, list[str]]:
-    """The effort level for an "on", level or budget ask, where only levels exist."""
-    if ask.kind == "budget":
-        return ask.level, [
-            f"{where} takes effort levels, not token budgets: "
-            f"a budget of {ask.budget} tokens was sent as {ask.level!r}"
-        ]
-    return ask.level, []
-
-
-def model_tail(model: str) -> str:
-    """The model's own name: lowercase, without an ``org/`` or ``models/`` prefix."""
-    return model.lower().rsplit("/", 1)[-1]
-
-
-# ------------------------------------------------------------------------------ planners
-
-Planner: TypeAlias = Callable[[str, Ask, int | None, str], Draft]
-"""``(model, ask, max_tokens, where) -> Draft``: one provider's mapping."""
-
-
-@dataclass(frozen=True, slots=True)
-class EffortRow:
-    """One row of the effort table: a model family, in words, and a model id of it."""
-
-    models: str
-    example: str
-
-
-@dataclass(frozen=True, slots=True)
-class EffortPlanner:
-    """A provider's effort plan: the mapping, the table rows it documents, its notes.
-
-    ``zero_means_off`` says whether a budget of 0 turns reasoning off for a model (Gemini's
-    budget models); elsewhere ``reasoning=0`` is a ``ValueError``.
-    """
-
-    plan: Planner
-    rows: tuple[EffortRow, ...] = ()
-    notes: tuple[str, ...] = ()
-    zero_means_off: Callable[[str], bool] = field(default=lambda model: False)
 
 
 def _planner(provider: str) -> EffortPlanner:
-    # The registry is asked at call time: core never imports a provider package up front.
+    # Asked at call time, like the registry imports a provider's package: importing
+    # reasoning_stream loads neither.
     from .providers._spec import provider_ids, spec
 
     found = spec(provider)
@@ -243,6 +91,7 @@ def _planner(provider: str) -> EffortPlanner:
 
 
 def __getattr__(name: str) -> Any:
+    # PROVIDERS: every provider id plan_reasoning takes, in the registry's order.
     if name == "PROVIDERS":
         from .providers._spec import provider_ids
 
@@ -305,7 +154,7 @@ def _plan(
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
     ):
         raise ValueError(f"max_tokens must be a positive int or None, got {max_tokens!r}")
-    ask = _ask_for(reasoning)
+    ask = ask_for(reasoning)
     zero = ask is not None and ask.kind == "budget" and ask.budget == 0
     if zero and not planner.zero_means_off(model):
         raise ValueError(
@@ -475,6 +324,8 @@ def _render(value: Any, top: bool = True) -> str:
     if isinstance(value, Mapping):
         inner = ", ".join(f"{key}: {_render(item, False)}" for key, item in value.items())
         return f"`{inner}`" if top else f"{{{inner}}}"
+    import json  # the table is rendered rarely: importing the package stays quick
+
     return json.dumps(value)
 
 

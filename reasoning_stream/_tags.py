@@ -182,8 +182,9 @@ class Scanner:
     """Turns a stream of text with inline tags into reasoning and text events.
 
     ``feed()`` takes chunks of any size and returns the events they complete; ``flush()`` ends
-    the stream, releasing held characters and closing an open segment. The scanner holds back at
-    most ``max_tag_length - 1`` characters (an unfinished tag) and emits the rest at once.
+    the stream, releasing held characters and closing an open segment. The scanner holds back an
+    unfinished tag, at most ``max_tag_length - 1`` characters (exactly that many for a longest
+    tag cut before its ``>``), and emits the rest at once.
 
     >>> s = Scanner()
     >>> s.feed("<thi") + s.feed("nk>hm</think>ok") + s.flush()

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 
 from reasoning_stream import Event, ReasoningDelta, TextDelta
+
+PROFILE_VARIABLE = "REASONING_STREAM_HYPOTHESIS"
+HYPOTHESIS_PROFILE = os.environ.get(PROFILE_VARIABLE, "dev")
+"""The hypothesis profile this run uses (tests/conftest.py registers and loads it)."""
+
+DEV_EXAMPLES = 20
+"""Examples per property under the ``dev`` profile: a fifth of the ``ci`` profile's 100."""
+
+
+def examples(count: int) -> int:
+    """A test's own example count, scaled to the profile: ``count`` under ``ci``, a fifth
+    (at least 10, at most ``count``) under ``dev``, as the profiles scale the default count."""
+    return count if HYPOTHESIS_PROFILE == "ci" else min(count, max(10, count // 5))
+
 
 # Written independently of the package's grammar, on purpose.
 REFERENCE_TAG = re.compile(

@@ -33,6 +33,7 @@ from reasoning_stream.testing.strategies import (
     tag_text,
     text_and_chunks,
 )
+from tests.helpers import examples
 from tests.reference import (
     emitted_after,
     normalised,
@@ -70,7 +71,7 @@ def drive(runnable: Pipe | Pipeline, driver: str) -> tuple[Any, BaseException | 
 # --- the escaper, at pipe level, against the reference ------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text_and_chunks())
 def test_the_channel_holds_back_only_an_unfinished_tag_body(sample: tuple[str, list[str]]) -> None:
     """After every delta the channel is the reference escape of what was fed, minus what may
@@ -87,7 +88,7 @@ def test_the_channel_holds_back_only_an_unfinished_tag_body(sample: tuple[str, l
     assert "".join(collected) == reference_escape(text)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text_and_chunks())
 def test_reasoning_is_escaped_like_text_between_the_markers(sample: tuple[str, list[str]]) -> None:
     text, chunks = sample
@@ -155,7 +156,7 @@ def observe(script: list[ScriptItem], driver: str, **options: Any) -> Observed:
     return Observed(chunks, events, result, None if error is None else type(error).__name__)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(script=scripts(), gate=st.booleans())
 def test_sync_asyncio_and_trio_write_the_same_channel(script: list[ScriptItem], gate: bool) -> None:
     """Scripts with failures, stops, sleeps and plain strings: the three drivers agree chunk for
@@ -223,7 +224,7 @@ def run_pipeline(
     return sinks, result, None if error is None else type(error).__name__
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(plan=st.lists(stages(), min_size=1, max_size=4))
 def test_pipelines_give_every_subscriber_exactly_its_pipes(plan: list[Stage]) -> None:
     """Each subscriber's own chunks split into the segments and text of the pipes it listened
@@ -327,7 +328,7 @@ async def test_a_cancelled_async_callback_leaves_the_others_whole() -> None:
 # --- split's rule 4 against the reference --------------------------------------------------
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(tag_text())
 def test_split_auto_rule_4_agrees_with_the_reference(text: str) -> None:
     segments, answer, truncated = reference_split_auto(text)
@@ -353,7 +354,7 @@ def test_split_auto_rule_4_cases() -> None:
     assert reference_split_auto("x<think>y</think>z</think>w") == (["y"], "xzw", False)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(event_scripts())
 def test_with_the_gate_off_the_channel_is_exactly_the_reference_escape(script: list[Any]) -> None:
     chunks: list[str] = []

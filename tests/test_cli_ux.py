@@ -26,6 +26,7 @@ from reasoning_stream._cli import PROVIDERS, CommandError, build_pipe, summary_l
 from reasoning_stream._render import color_wanted
 from reasoning_stream.providers._spec import ApiRoot
 from reasoning_stream.testing import Reply, Transcript, WireServer
+from tests.helpers import examples
 from tests.providers import oneshot_content as content
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
@@ -485,7 +486,7 @@ def test_the_chat_summary_fits_80_columns(
         assert piece in joined
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.text(alphabet="abc ", min_size=1, max_size=30),
     st.lists(st.text(alphabet="xyz 0.", min_size=1, max_size=40), max_size=12),

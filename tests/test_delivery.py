@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from reasoning_stream import ReasoningDelta, TextDelta
 from reasoning_stream._channel import Channel
 from reasoning_stream._delivery import adeliver, ahand, deliver, hand
+from tests.helpers import examples
 
 
 class Interrupt(BaseException):
@@ -94,7 +95,7 @@ def outcome(run: Callable[[], object], channel: Channel, log: list[Any]) -> tupl
     return log, raised, pending, entries(channel)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     streaming=st.sampled_from(BEHAVIOURS),
     listening=st.one_of(st.none(), st.sampled_from(BEHAVIOURS)),
@@ -118,7 +119,7 @@ def test_hand_is_deliver_of_the_entries_it_did_not_build(
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     streaming=st.sampled_from(BEHAVIOURS),
     listening=st.one_of(st.none(), st.sampled_from(BEHAVIOURS)),

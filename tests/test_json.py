@@ -19,6 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from reasoning_stream import _json
+from tests.helpers import examples
 
 # Every character, lone surrogates included (hypothesis leaves those out unless asked).
 characters = st.characters(codec=None) | st.integers(0xD800, 0xDFFF).map(chr)
@@ -91,7 +92,7 @@ def documents(value: Any) -> Iterator[str]:
     yield json.dumps(value, indent="\t")
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(values)
 @example(float("nan"))
 @example([float("inf"), float("-inf"), -0.0, 5e-324, 1.7976931348623157e308])
@@ -105,7 +106,7 @@ def test_any_value_decodes_as_json_loads_decodes_it(value: Any) -> None:
         assert_utf8_decodes_like_json(document.encode("utf-8", "surrogatepass"))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(st.sampled_from('{}[]",:0123456789-+.eE truefalsnul\\u\n\tNaIfiy\ufeff\ud800é')))
 def test_arbitrary_text_decodes_or_fails_as_json_loads_does(text: str) -> None:
     """Malformed documents too: the same value, or an error of the same type."""
@@ -126,7 +127,7 @@ BYTE_PIECES = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(BYTE_PIECES, max_size=12).map(b"".join))
 @example(b'"\xff"')
 @example(b"\xef\xbb\xbf{}")

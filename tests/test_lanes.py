@@ -35,6 +35,7 @@ from reasoning_stream import (
 )
 from reasoning_stream.testing import ScriptedPipe, ScriptItem
 from reasoning_stream.testing.strategies import expected_from_script, tag_text
+from tests.helpers import examples
 from tests.reference import reference_escape
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
@@ -150,7 +151,7 @@ def play(
     return Played(chunks, summary(pipe.last_result), error, [(e, e.source) for e in typed])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(script=lane_scripts(), gate=st.booleans(), escape=st.booleans())
 def test_a_lone_subscriber_gets_what_it_would_among_others(
     script: list[ScriptItem], gate: bool, escape: bool

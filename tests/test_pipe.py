@@ -28,6 +28,7 @@ from reasoning_stream import (
 )
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.testing.strategies import event_scripts, expected_from_script
+from tests.helpers import examples
 from tests.reference import reference_escape
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
@@ -477,7 +478,7 @@ def run_with(backend: str) -> Callable[[Pipe], Any]:
 RUNNERS = {"sync": run_sync, "asyncio": run_with("asyncio"), "trio": run_with("trio")}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(script=event_scripts(), runner=st.sampled_from(sorted(RUNNERS)))
 def test_channel_split_gives_back_the_script(script: list[Any], runner: str) -> None:
     chunks: list[str] = []
@@ -492,7 +493,7 @@ def test_channel_split_gives_back_the_script(script: list[Any], runner: str) -> 
     assert all(isinstance(chunk, str) and chunk for chunk in chunks)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(script=event_scripts())
 def test_with_the_flag_off_the_channel_is_exactly_the_escaped_text(script: list[Any]) -> None:
     chunks: list[str] = []
@@ -504,7 +505,7 @@ def test_with_the_flag_off_the_channel_is_exactly_the_escaped_text(script: list[
     assert list(result.reasoning_segments) == segments
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(script=event_scripts())
 def test_markers_appear_only_when_reasoning_flows(script: list[Any]) -> None:
     chunks: list[str] = []

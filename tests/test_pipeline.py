@@ -19,6 +19,7 @@ from reasoning_stream import (
 )
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.testing.strategies import event_scripts, expected_from_script
+from tests.helpers import examples
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
 
@@ -100,7 +101,7 @@ async def test_async_pipeline_with_async_callback() -> None:
     assert (split.segments, split.text) == (("r", "x<thi"), "x<think>")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(first=event_scripts(), second=event_scripts())
 def test_a_pipeline_channel_splits_into_every_pipe_segments(
     first: list[Any], second: list[Any]

@@ -4,8 +4,59 @@ from __future__ import annotations
 
 import importlib
 
+import pytest
+
 import reasoning_stream
 import reasoning_stream.testing
+
+TOP_LEVEL = [
+    "DEFAULT_TAGS",
+    "INERT_MESSAGE_KEYS",
+    "PROVENANCE_KEY",
+    "PROVENANCE_VALUES",
+    "CallbackError",
+    "ConflictError",
+    "Conversation",
+    "ConversationNotFoundError",
+    "CorruptConversationError",
+    "Event",
+    "Finish",
+    "GenerationRecord",
+    "MalformedStreamError",
+    "OpaqueState",
+    "PassbackPolicy",
+    "PassbackProblem",
+    "Pipe",
+    "PipeResult",
+    "Pipeline",
+    "PipelineResult",
+    "Prompt",
+    "ProviderError",
+    "Reasoning",
+    "ReasoningDelta",
+    "ReasoningEnd",
+    "ReasoningLevel",
+    "ReasoningPlan",
+    "ReasoningStart",
+    "ReasoningState",
+    "ReasoningStream",
+    "ReasoningStreamError",
+    "ReasoningWarning",
+    "Split",
+    "Status",
+    "StoreError",
+    "TextDelta",
+    "Timings",
+    "ToolCall",
+    "TurnRecord",
+    "Usage",
+    "UsageError",
+    "UsageReport",
+    "effort_table",
+    "plan_reasoning",
+    "strip_inert_keys",
+]
+"""``reasoning_stream.__all__``, pinned: a name joins or leaves it on purpose."""
 
 
 def test_top_level_all_is_sorted_and_importable() -> None:
@@ -15,8 +66,22 @@ def test_top_level_all_is_sorted_and_importable() -> None:
         return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
     assert list(names) == sorted(names, key=isort_style)
+    assert list(names) == TOP_LEVEL
     for name in names:
         assert getattr(reasoning_stream, name) is not None
+
+
+def test_internals_left_all_but_still_import_from_the_package() -> None:
+    """Code that imported them from the package keeps working; they belong to their modules."""
+    from reasoning_stream import Escaper, Scanner, merge_params
+    from reasoning_stream._effort import merge_params as merge_params_home
+    from reasoning_stream._tags import Escaper as EscaperHome
+    from reasoning_stream._tags import Scanner as ScannerHome
+
+    assert (Escaper, Scanner, merge_params) == (EscaperHome, ScannerHome, merge_params_home)
+    assert not {"Escaper", "Scanner", "merge_params"} & set(reasoning_stream.__all__)
+    assert type(reasoning_stream.ReasoningStream.scanner()) is Scanner
+    assert type(reasoning_stream.ReasoningStream.escaper()) is Escaper
 
 
 def test_contract_names_are_exported() -> None:
@@ -58,8 +123,6 @@ def test_provider_pipes_are_exported_lazily() -> None:
 def test_events_compare_without_source_and_are_frozen() -> None:
     from dataclasses import FrozenInstanceError
 
-    import pytest
-
     delta = reasoning_stream.TextDelta("x", source="a")
     assert delta == reasoning_stream.TextDelta("x", source="b")
     assert delta.kind == "text_delta"
@@ -95,18 +158,26 @@ def test_store_names_are_exported() -> None:
     assert issubclass(reasoning_stream.ConflictError, reasoning_stream.ReasoningStreamError)
 
 
-def test_strategy_names_are_exported() -> None:
-    strategies = importlib.import_module("reasoning_stream.strategies")
-    assert sorted(strategies.__all__) == [
-        "ChainOfDraft",
-        "ChainOfThought",
-        "PromptStrategy",
-        "StrategyPipe",
-        "StrategyResult",
-        "draft_steps",
-        "native_thinking",
-    ]
-    assert issubclass(strategies.StrategyResult, reasoning_stream.PipeResult)
+PROMPTING = [
+    "ChainOfDraft",
+    "ChainOfThought",
+    "PromptStrategy",
+    "StrategyPipe",
+    "StrategyResult",
+    "draft_steps",
+    "native_thinking",
+]
+
+
+@pytest.mark.parametrize("path", ["reasoning_stream.prompting", "reasoning_stream.strategies"])
+def test_prompt_strategy_names_are_exported(path: str) -> None:
+    """``reasoning_stream.prompting``; the old ``reasoning_stream.strategies`` re-exports it."""
+    module = importlib.import_module(path)
+    prompting = importlib.import_module("reasoning_stream.prompting")
+    assert sorted(module.__all__) == PROMPTING
+    for name in PROMPTING:
+        assert getattr(module, name) is getattr(prompting, name)
+    assert issubclass(module.StrategyResult, reasoning_stream.PipeResult)
 
 
 def test_hub_and_web_contract_names_are_exported() -> None:
@@ -122,22 +193,31 @@ def test_hub_and_web_contract_names_are_exported() -> None:
     assert {"id", "chunk", "event", "final", "status"} <= fields
 
 
-def test_the_strategies_module_is_public() -> None:
-    import reasoning_stream.testing.strategies as strategies
+HYPOTHESIS_STRATEGIES = {
+    "TAG_FRAGMENTS",
+    "SampleChannel",
+    "channels",
+    "chunkings",
+    "event_scripts",
+    "expected_from_script",
+    "scripts",
+    "tag_text",
+    "text_and_chunks",
+}
 
-    assert {
-        "TAG_FRAGMENTS",
-        "SampleChannel",
-        "channels",
-        "chunkings",
-        "event_scripts",
-        "expected_from_script",
-        "scripts",
-        "tag_text",
-        "text_and_chunks",
-    } == set(strategies.__all__)
-    for name in strategies.__all__:
-        assert getattr(strategies, name) is not None
+
+@pytest.mark.parametrize(
+    "path",
+    ["reasoning_stream.testing.hypothesis_strategies", "reasoning_stream.testing.strategies"],
+)
+def test_the_hypothesis_strategies_module_is_public(path: str) -> None:
+    """``reasoning_stream.testing.hypothesis_strategies``; the old ``testing.strategies``
+    re-exports it."""
+    module = importlib.import_module(path)
+    home = importlib.import_module("reasoning_stream.testing.hypothesis_strategies")
+    assert set(module.__all__) == HYPOTHESIS_STRATEGIES
+    for name in module.__all__:
+        assert getattr(module, name) is getattr(home, name) is not None
 
 
 def test_reasoning_stream_tools() -> None:

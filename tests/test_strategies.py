@@ -22,8 +22,7 @@ from reasoning_stream import (
     TextDelta,
     UsageError,
 )
-from reasoning_stream.providers import AnthropicPipe, OpenAIChatPipe
-from reasoning_stream.strategies import (
+from reasoning_stream.prompting import (
     ChainOfDraft,
     ChainOfThought,
     StrategyPipe,
@@ -31,8 +30,10 @@ from reasoning_stream.strategies import (
     draft_steps,
     native_thinking,
 )
+from reasoning_stream.providers import AnthropicPipe, OpenAIChatPipe
 from reasoning_stream.testing import ScriptedPipe, Transcript, WireServer
-from reasoning_stream.testing.strategies import chunkings, tag_text
+from reasoning_stream.testing.hypothesis_strategies import chunkings, tag_text
+from tests.helpers import examples
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
 
@@ -279,7 +280,7 @@ def test_prompt_shapes() -> None:
 # -------------------------------------------------------------------------- laws and edges
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_any_tagged_text_in_any_chunking_splits_as_split_does(data: st.DataObject) -> None:
     """Through the strategy pipe, text deltas split exactly as ``split(lossless=True)``."""

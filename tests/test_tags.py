@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import product
 from unittest.mock import patch
 
 import pytest
@@ -11,17 +12,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from reasoning_stream import (
-    Escaper,
+    DEFAULT_TAGS,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
     ReasoningStream,
-    Scanner,
     TextDelta,
     _tags,
 )
-from reasoning_stream._tags import ScanEvent, grammar_for
-from reasoning_stream.testing.strategies import chunkings, tag_text, text_and_chunks
+from reasoning_stream._tags import MAX_SPACES, Escaper, ScanEvent, Scanner, grammar_for
+from reasoning_stream.testing.hypothesis_strategies import chunkings, tag_text, text_and_chunks
 from tests.helpers import coalesce, reference_split
 
 LONGEST_TAG = len("</reasoning    >")
@@ -195,6 +195,48 @@ def test_hold_back_is_bounded_and_only_an_unfinished_tag(
             if held:
                 # An unfinished tag: its "<", or the one backslash still deciding an escape.
                 assert held[0] in "<\\"
+
+
+def widest_tags(names: tuple[str, ...] = DEFAULT_TAGS) -> Iterator[str]:
+    """Every open and close tag of ``names`` at the most padding the grammar allows, both cases."""
+    for name in names:
+        for spelling in (name, name.upper()):
+            for slash in ("", "/"):
+                for padding in product(" \t", repeat=MAX_SPACES):
+                    yield "<" + slash + spelling + "".join(padding) + ">"
+
+
+@pytest.mark.parametrize("threshold", [10**9, 0])
+def test_the_widest_tags_are_held_whole_at_every_cut(threshold: int) -> None:
+    """The hold-back is exactly what the longest tag needs, no less.
+
+    Every default tag, open and close, in both cases and at the most padding the grammar allows
+    (``</reasoning`` and four spaces or tabs), is cut at every point, just before its ``>``
+    included: until the cut is decided all of the tag so far is held, never written out.
+    """
+    deepest = 0
+    with long_input(threshold):
+        for tag in widest_tags():
+            text = "a" + tag + "b"
+            for start in (False, True):
+                segments, answer, _ = reference_split(text, start_in_reasoning=start)
+                assert "<" not in answer + "".join(segments), tag
+                before: list[ScanEvent] = (
+                    [ReasoningStart(), ReasoningDelta("a")] if start else [TextDelta("a")]
+                )
+                for cut in range(1, len(text)):
+                    scanner = Scanner(start_in_reasoning=start)
+                    first = scanner.feed(text[:cut])
+                    if cut <= len(tag):
+                        assert (coalesce(first), scanner.held) == (before, text[1:cut]), (tag, cut)
+                        deepest = max(deepest, len(scanner.held))
+                    events = first + scanner.feed(text[cut:]) + scanner.flush()
+                    assert segments_and_text(events) == (segments, answer), (tag, start, cut)
+            for cut in range(len(text) + 1):
+                escaper = Escaper()
+                escaped = escaper.feed(text[:cut]) + escaper.feed(text[cut:]) + escaper.flush()
+                assert escaped == "a<\\" + tag[1:] + "b", (tag, cut)
+    assert deepest == Scanner().max_holdback == LONGEST_TAG - 1
 
 
 @given(tag_text(), st.data(), thresholds)

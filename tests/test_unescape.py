@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream import Escaper, ReasoningStream
+from reasoning_stream import ReasoningStream
+from reasoning_stream._tags import Escaper
 from reasoning_stream.testing.strategies import chunkings, tag_text
+from tests.helpers import examples
 
 NAMES = ("think", "thinking", "reasoning")
 MAX_SPACES = 4
-EXAMPLES = settings(max_examples=300, deadline=None)
+EXAMPLES = settings(max_examples=examples(300), deadline=None)
 
 
 def _ascii_lower(c: str) -> str:

@@ -17,44 +17,26 @@ One package per provider API (``openai_chat``, ``openai_responses``, ``openroute
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._spec import pipe_class, pipe_names
+
 if TYPE_CHECKING:
-    from .anthropic import AnthropicPipe
-    from .bedrock import BedrockPipe
-    from .gemini import GeminiPipe
-    from .ollama import OllamaPipe
-    from .openai_chat import OpenAIChatPipe
-    from .openai_responses import OpenAIResponsesPipe
-    from .openrouter import OpenRouterPipe
+    from .anthropic import AnthropicPipe as AnthropicPipe
+    from .bedrock import BedrockPipe as BedrockPipe
+    from .gemini import GeminiPipe as GeminiPipe
+    from .ollama import OllamaPipe as OllamaPipe
+    from .openai_chat import OpenAIChatPipe as OpenAIChatPipe
+    from .openai_responses import OpenAIResponsesPipe as OpenAIResponsesPipe
+    from .openrouter import OpenRouterPipe as OpenRouterPipe
 
-__all__ = [
-    "AnthropicPipe",
-    "BedrockPipe",
-    "GeminiPipe",
-    "OllamaPipe",
-    "OpenAIChatPipe",
-    "OpenAIResponsesPipe",
-    "OpenRouterPipe",
-]
-
-_MODULES = {
-    "AnthropicPipe": ".anthropic",
-    "BedrockPipe": ".bedrock",
-    "GeminiPipe": ".gemini",
-    "OllamaPipe": ".ollama",
-    "OpenAIChatPipe": ".openai_chat",
-    "OpenAIResponsesPipe": ".openai_responses",
-    "OpenRouterPipe": ".openrouter",
-}
+# The names come from the registry, the one provider list; the imports above are for type
+# checkers only (a test keeps them equal to the registry's).
+__all__ = sorted(pipe_names())
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = pipe_class(name)
     globals()[name] = value
     return value
 

@@ -44,10 +44,10 @@ from .._effort import (
 )
 from .._events import Event
 from .._exceptions import ProviderError, ReasoningStreamError, UsageError
-from .._history import HistoryTurn, check_passback, check_prompt, history_turns
 from .._messages import strip_inert_keys
 from .._pipe import Pipe, Prompt
 from .._pipe import logger as pipe_logger
+from ..conversation._history import HistoryTurn, check_passback, check_prompt, history_turns
 from ._errors import provider_error, redact_exception_chain
 from ._spec import logger_for, spec
 from ._transports import AsyncSource, Source

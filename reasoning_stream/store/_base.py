@@ -17,14 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-from .._conversation import Conversation, GenerationRecord
+from .._capture import PipeResult
 from .._exceptions import (
     ConflictError,
     ConversationNotFoundError,
     CorruptConversationError,
     UsageError,
 )
-from .._pipe import PipeResult
+from ..conversation import Conversation, GenerationRecord
+from ._run import arun_with_store, run_with_store
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -297,15 +298,24 @@ class ConversationStore(ABC):
         record that any process sees; the answer is appended after it, reloading and
         retrying when another writer got there first. See :func:`run_stored`.
         """
-        from ._run import run_stored
-
-        return run_stored(self, conversation_id, pipe, repair=repair)
+        return self._run_with(conversation_id, pipe, None, repair=repair)[0]
 
     async def arun(self, conversation_id: str, pipe: Any, *, repair: bool = False) -> PipeResult:
         """:meth:`run` through ``pipe.arun``; store calls run in a worker thread."""
-        from ._run import arun_stored
+        answer, _ = await self._arun_with(conversation_id, pipe, None, repair=repair)
+        return answer
 
-        return await arun_stored(self, conversation_id, pipe, repair=repair)
+    def _run_with(
+        self, conversation_id: object, pipe: Any, local: Conversation | None, *, repair: bool
+    ) -> tuple[PipeResult, Conversation]:
+        # The run behind run(), run_stored() and Conversation.run(store=...): the answer and
+        # the conversation as stored after it (``local`` is saved first when it extends it).
+        return run_with_store(self, check_id(conversation_id), pipe, local, repair=repair)
+
+    async def _arun_with(
+        self, conversation_id: object, pipe: Any, local: Conversation | None, *, repair: bool
+    ) -> tuple[PipeResult, Conversation]:
+        return await arun_with_store(self, check_id(conversation_id), pipe, local, repair=repair)
 
     @abstractmethod
     def close(self) -> None:

@@ -15,27 +15,56 @@ pipe on the event loop.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
-from .._conversation import Conversation, GenerationRecord
+from .._capture import PipeResult
 from .._exceptions import (
     ConflictError,
     ConversationNotFoundError,
     ReasoningStreamError,
     StoreError,
-    UsageError,
 )
-from .._pipe import PipeResult
-from ._base import ConversationStore, check_id
+from ..conversation import Conversation, GenerationRecord
+from ..conversation._conversation import RecordingStore, recording_store
 
-__all__ = ["arun_stored", "run_stored"]
+__all__ = ["Store", "arun_stored", "arun_with_store", "run_stored", "run_with_store"]
 
 MAX_ATTEMPTS = 50
 """Conflicting writes a run rides out before it gives up with ``ConflictError``."""
+
+
+class Store(Protocol):
+    """The store calls a recorded run makes (``ConversationStore`` has them all).
+
+    ``ConversationStore`` calls into this module, so this module names it by what it uses.
+    """
+
+    def load(self, conversation_id: str) -> tuple[Conversation, int]: ...
+
+    def save(
+        self, conversation_id: str, conversation: Conversation, expected_version: int | None = None
+    ) -> int: ...
+
+    def append(
+        self,
+        conversation_id: str,
+        result_or_message: PipeResult | Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> int: ...
+
+    def set_pending(
+        self,
+        conversation_id: str,
+        record: GenerationRecord | None,
+        *,
+        expected_version: int | None = None,
+    ) -> int: ...
 
 
 @dataclass(slots=True)
@@ -44,15 +73,6 @@ class _Started:
     """What the pipe runs on: the stored history, its pending record set."""
     record: GenerationRecord
     version: int
-
-
-def _check(store: object, conversation_id: object) -> str:
-    if not isinstance(store, ConversationStore):
-        raise UsageError(
-            f"store= takes a conversation store (SQLiteStore, RedisStore), "
-            f"got {type(store).__name__}"
-        )
-    return check_id(conversation_id)
 
 
 def _same_turns(stored: Conversation, local: Conversation) -> bool:
@@ -66,7 +86,7 @@ def _same_turns(stored: Conversation, local: Conversation) -> bool:
 
 
 def _begin(
-    store: ConversationStore,
+    store: Store,
     conversation_id: str,
     pipe: Any,
     local: Conversation | None,
@@ -106,7 +126,7 @@ def _begin(
 
 
 def _finish(
-    store: ConversationStore, conversation_id: str, started: _Started, result: PipeResult
+    store: Store, conversation_id: str, started: _Started, result: PipeResult
 ) -> Conversation:
     try:
         store.append(conversation_id, result, expected_version=started.version)
@@ -133,7 +153,7 @@ def _finish(
 
 
 def _fail(
-    store: ConversationStore,
+    store: Store,
     conversation_id: str,
     started: _Started,
     result: PipeResult | None,
@@ -166,16 +186,17 @@ def _gave_up(conversation_id: str) -> ConflictError:
 
 
 def run_with_store(
-    store: object,
-    conversation_id: object,
+    store: Store,
+    conversation_id: str,
     pipe: Any,
     local: Conversation | None = None,
     *,
     repair: bool = False,
 ) -> tuple[PipeResult, Conversation]:
-    """:func:`run_stored`, also returning the conversation as stored after the run."""
-    conversation_id = _check(store, conversation_id)
-    assert isinstance(store, ConversationStore)
+    """:func:`run_stored`, also returning the conversation as stored after the run.
+
+    ``conversation_id`` is checked already (``ConversationStore`` calls this).
+    """
     started = _begin(store, conversation_id, pipe, local)
     try:
         result: PipeResult = pipe.run(_prompt(started, repair))
@@ -186,16 +207,14 @@ def run_with_store(
 
 
 async def arun_with_store(
-    store: object,
-    conversation_id: object,
+    store: Store,
+    conversation_id: str,
     pipe: Any,
     local: Conversation | None = None,
     *,
     repair: bool = False,
 ) -> tuple[PipeResult, Conversation]:
     """:func:`arun_stored`, also returning the conversation as stored after the run."""
-    conversation_id = _check(store, conversation_id)
-    assert isinstance(store, ConversationStore)
     started = await anyio.to_thread.run_sync(_begin, store, conversation_id, pipe, local)
     try:
         result: PipeResult = await pipe.arun(_prompt(started, repair))
@@ -219,7 +238,7 @@ def _prompt(started: _Started, repair: bool) -> Conversation:
 
 
 def _store_answer(
-    store: ConversationStore, conversation_id: str, started: _Started, result: PipeResult
+    store: Store, conversation_id: str, started: _Started, result: PipeResult
 ) -> Conversation:
     try:
         return _finish(store, conversation_id, started, result)
@@ -229,7 +248,7 @@ def _store_answer(
 
 
 def run_stored(
-    store: ConversationStore, conversation_id: str, pipe: Any, *, repair: bool = False
+    store: RecordingStore, conversation_id: str, pipe: Any, *, repair: bool = False
 ) -> PipeResult:
     """Run ``pipe`` on the stored conversation ``conversation_id`` and store its answer.
 
@@ -244,11 +263,12 @@ def run_stored(
     raised while storing the answer carries it as ``.result``. ``repair=True`` is
     ``Conversation.run``'s: the request drops or fills what the provider would reject.
     """
-    return run_with_store(store, conversation_id, pipe, repair=repair)[0]
+    return recording_store(store)._run_with(conversation_id, pipe, None, repair=repair)[0]
 
 
 async def arun_stored(
-    store: ConversationStore, conversation_id: str, pipe: Any, *, repair: bool = False
+    store: RecordingStore, conversation_id: str, pipe: Any, *, repair: bool = False
 ) -> PipeResult:
     """:func:`run_stored` through ``pipe.arun`` (asyncio or trio)."""
-    return (await arun_with_store(store, conversation_id, pipe, repair=repair))[0]
+    answer, _ = await recording_store(store)._arun_with(conversation_id, pipe, None, repair=repair)
+    return answer

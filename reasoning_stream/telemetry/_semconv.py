@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from typing import Final
 from urllib.parse import urlsplit
 
+from ..providers._spec import spec
+
 __all__ = [
     "ERROR_TYPE",
     "FINISH_REASONS",
@@ -35,7 +37,6 @@ __all__ = [
     "PIPES",
     "PIPE_NAME",
     "PROVIDER",
-    "PROVIDER_NAMES",
     "REASONING_DURATION",
     "REASONING_DURATION_METRIC",
     "REASONING_LENGTH",
@@ -120,21 +121,10 @@ TOKEN_BUCKETS: Final = (
     1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
 )  # fmt: skip
 
-# Our provider ids to the conventions' well-known ``gen_ai.provider.name`` values. An
+# A provider's ``gen_ai.provider.name`` is its registry row's ``semconv_name``. An
 # OpenAI-compatible endpoint is named by its host where the conventions know the host, and a
-# Gemini endpoint on Vertex AI as Vertex (``provider_name``). These restate provider ids that
-# the registry (``providers._spec``) owns: ProviderSpec has no field for the conventions' name
-# or for such hosts yet, so they stay here until it does; a test checks that this mapping
-# names every registered provider and no other.
-PROVIDER_NAMES: Final[Mapping[str, str]] = {
-    "anthropic": "anthropic",
-    "openai-chat": "openai",
-    "openai-responses": "openai",
-    "bedrock": "aws.bedrock",
-    "gemini": "gcp.gemini",
-    "ollama": "ollama",
-    "openrouter": "openrouter",
-}
+# Gemini endpoint on Vertex AI as Vertex (``provider_name``): endpoint knowledge, kept here
+# until endpoints have profile rows of their own.
 _OPENAI_COMPATIBLE_HOSTS: Final = (
     ("deepseek.com", "deepseek"),
     ("x.ai", "x_ai"),
@@ -153,16 +143,16 @@ FINISH_REASON_VALUES: Final[Mapping[str, str]] = {
 
 def provider_name(provider: str | None, endpoint: str | None) -> str:
     """The conventions' ``gen_ai.provider.name`` for a pipe's provider id and endpoint."""
-    if provider in ("openai-chat", "openai-responses") and endpoint:
+    row = spec(provider)
+    name = row.semconv_name if row is not None and row.semconv_name else provider
+    if name == "openai" and endpoint:
         host = (server(endpoint)[0] or "").lower()
-        for suffix, name in _OPENAI_COMPATIBLE_HOSTS:
+        for suffix, host_name in _OPENAI_COMPATIBLE_HOSTS:
             if host == suffix or host.endswith("." + suffix):
-                return name
+                return host_name
     if provider == "gemini" and endpoint and "aiplatform.googleapis.com" in endpoint:
         return "gcp.vertex_ai"
-    if provider is None:
-        return "_OTHER"
-    return PROVIDER_NAMES.get(provider, provider)
+    return "_OTHER" if name is None else name
 
 
 @functools.lru_cache(maxsize=256)

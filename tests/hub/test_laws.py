@@ -28,9 +28,10 @@ from reasoning_stream import (
 from reasoning_stream.hub import Entry, Hub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.testing.strategies import event_scripts, tag_text
+from tests.helpers import examples
 
 LAWS = settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

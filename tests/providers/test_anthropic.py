@@ -37,6 +37,7 @@ from reasoning_stream._pipe import PipeResult
 from reasoning_stream.providers import AnthropicPipe
 from reasoning_stream.providers.anthropic import AnthropicTranslator
 from reasoning_stream.testing._wire import Transcript, WireServer
+from tests.helpers import examples
 
 OPEN = ReasoningStream.OPEN_TAG
 CLOSE = ReasoningStream.CLOSE_TAG
@@ -521,7 +522,7 @@ async def test_arun_with_only_a_sync_client_uses_a_worker_thread(anyio_backend: 
 
 
 @settings(
-    max_examples=8,
+    max_examples=examples(8),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -48,6 +48,7 @@ from reasoning_stream.providers.bedrock import (
     TextInvokeTranslator,
 )
 from reasoning_stream.testing._wire import Transcript, WireServer
+from tests.helpers import examples
 
 OPEN = ReasoningStream.OPEN_TAG
 CLOSE = ReasoningStream.CLOSE_TAG
@@ -660,7 +661,7 @@ def coalesce(events: list[Any]) -> list[Any]:
     return merged
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=60), max_size=8))
 def test_deepseek_chunking_never_changes_events(cuts: list[int]) -> None:
     text = "Let me see: <b> is bold.\n</think>\n\nUse <b>bold</b>."

@@ -35,6 +35,7 @@ from reasoning_stream.providers._transports import (
     aevent_stream_source,
 )
 from reasoning_stream.testing._wire import Transcript, WireServer
+from tests.helpers import examples
 
 from .test_bedrock import CLAUDE, _long_text_stream
 
@@ -147,7 +148,7 @@ def _loop_reads(open_stream: Callable[[], Any], backend: str) -> tuple[list[Any]
     return anyio.run(main, backend=backend)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     name=st.sampled_from([*STREAMS, "unknown events"]),
     chunk_size=st.one_of(st.none(), st.integers(1, 64)),

@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from reasoning_stream import Event, ReasoningDelta, ReasoningStart, TextDelta
 from reasoning_stream.providers._inline import LeadingTagScanner
 from reasoning_stream.testing.strategies import chunkings, tag_text
+from tests.helpers import examples
 
 # 300 examples per law: about a second each on the shared machine.
-LAWS = settings(max_examples=300, deadline=None)
+LAWS = settings(max_examples=examples(300), deadline=None)
 
 
 def read(chunks: Sequence[str]) -> list[Event]:

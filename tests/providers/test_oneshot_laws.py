@@ -25,10 +25,13 @@ from reasoning_stream.providers.openai_responses.translate import OpenAIResponse
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.testing._wire import Transcript
 from reasoning_stream.testing.strategies import tag_text
+from tests.helpers import examples
 from tests.providers import oneshot_content as content
 from tests.providers.oneshot_content import Answer, Call
 
-LAW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+LAW = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite

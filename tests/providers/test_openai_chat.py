@@ -33,7 +33,7 @@ from reasoning_stream._history import HistoryTurn
 from reasoning_stream.providers import OpenAIChatPipe
 from reasoning_stream.providers.openai_chat import OpenAIChatTranslator, starts_in_reasoning
 from reasoning_stream.testing._wire import RecordedRequest, Reply, Transcript, WireServer
-from tests.helpers import coalesce
+from tests.helpers import coalesce, examples
 
 OPEN = ReasoningStream.OPEN_TAG
 CLOSE = ReasoningStream.CLOSE_TAG
@@ -831,7 +831,7 @@ def test_tool_calls_without_index_are_split_by_id() -> None:
     assert events == [ToolCall("a", "f", "{}"), ToolCall("b", "g", "{}"), Finish("tool_calls")]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=60), min_size=1, max_size=8))
 def test_any_chunking_of_inline_content_gives_the_same_events(cuts: list[int]) -> None:
     content = "<think>Plan: é→ß <b> and </thinking \t>x</think>Answer <thin"

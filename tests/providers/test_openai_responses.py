@@ -32,6 +32,7 @@ from reasoning_stream._pipe import PipeResult
 from reasoning_stream.providers import OpenAIResponsesPipe
 from reasoning_stream.providers.openai_responses import OpenAIResponsesTranslator
 from reasoning_stream.testing._wire import Reply, Transcript, WireServer
+from tests.helpers import examples
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
 MODEL = "o4-mini"
@@ -226,7 +227,7 @@ _SUMMARY_BYTES = len(Transcript.load("openai_responses_summary").encode())
 
 
 @settings(
-    max_examples=12,
+    max_examples=examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

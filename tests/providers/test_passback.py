@@ -24,8 +24,8 @@ import pytest
 from botocore.config import Config
 
 from reasoning_stream import UsageError
-from reasoning_stream._conversation import Conversation
 from reasoning_stream._pipe import Pipe
+from reasoning_stream.conversation import Conversation
 from reasoning_stream.providers import (
     AnthropicPipe,
     BedrockPipe,

@@ -23,9 +23,9 @@ import openai
 import pytest
 from botocore.config import Config
 
-from reasoning_stream._conversation import Conversation
 from reasoning_stream._exceptions import UsageError
 from reasoning_stream._pipe import Pipe
+from reasoning_stream.conversation import Conversation
 from reasoning_stream.providers import (
     AnthropicPipe,
     BedrockPipe,

@@ -15,7 +15,7 @@ import pytest
 from botocore.config import Config
 
 from reasoning_stream import PassbackProblem, UsageError
-from reasoning_stream._conversation import Conversation
+from reasoning_stream.conversation import Conversation
 from reasoning_stream.providers import BedrockPipe, OpenAIChatPipe
 from reasoning_stream.testing._wire import WireServer
 from tests.providers.test_passback import (

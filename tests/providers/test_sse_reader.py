@@ -33,6 +33,7 @@ from reasoning_stream.providers._transports import (
     iter_sse_json,
 )
 from reasoning_stream.testing import Reply, WireServer
+from tests.helpers import examples
 from tests.reliability import RawTranscript
 
 # Pieces that make the framing's edge cases likely: every line end, blank lines, comments,
@@ -102,7 +103,7 @@ def read(pieces: list[bytes]) -> list[tuple[str, str]]:
 
 
 # 400 examples each: about 1 s.
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(TEXTS, st.data())
 @example("data: a\r\ndata: b\r\r", None)
 @example("\n\ndata: x\n\n\ndata: y\n\n", None)
@@ -115,7 +116,7 @@ def test_reader_matches_httpx_sse_for_any_text_and_byte_chunking(text: str, data
     assert read(pieces) == oracle(pieces)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(BODIES, st.data())
 def test_reader_matches_httpx_sse_on_malformed_utf8(body: bytes, data: Any) -> None:
     pieces = cut(body, data)
@@ -151,7 +152,7 @@ def server_pieces(draw: st.DrawFn) -> list[bytes]:
     return [piece for piece in pieces if piece]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(server_pieces())
 @example([b"data: x\ndata: y\r\n\r\n"])
 @example([b"event: e\ndata: x\ndata: y\n\n"])
@@ -159,7 +160,7 @@ def test_reader_matches_httpx_sse_on_pieces_servers_send(pieces: list[bytes]) ->
     assert read(pieces) == oracle(pieces)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(BODIES)
 def test_one_piece_or_one_byte_at_a_time_is_the_same(body: bytes) -> None:
     whole = [body] if body else []
@@ -200,7 +201,7 @@ LINE_BODIES = st.lists(
 ).map(b"".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(LINE_BODIES, st.data())
 @example(b'{"a": 1}\n{"b": 2}\n', None)
 @example(b'{"a": "\xe2\x80\xa8"}\r\n \n\n{}', None)
@@ -213,7 +214,7 @@ def test_ndjson_lines_are_the_whole_bodys_lines_for_any_chunking(body: bytes, da
     assert list(_ndjson_lines(pieces)) == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(LINE_ATOMS, max_size=20).map("".join), st.data())
 def test_ndjson_lines_are_the_lines_of_the_text(text: str, data: Any) -> None:
     """The same law stated on the text an ``iter_text`` reader would cut: its lines at ``\\n``."""
@@ -276,7 +277,9 @@ async def _aread_ndjson(url: str) -> list[Any]:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(st.one_of(server_pieces(), BODIES.map(lambda body: [body])), st.data())
 def test_the_sse_transport_reads_any_body_as_httpx_sse(
@@ -296,7 +299,9 @@ def test_the_sse_transport_reads_any_body_as_httpx_sse(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(LINE_BODIES, st.data())
 def test_the_ndjson_transport_cuts_any_body_at_newlines(

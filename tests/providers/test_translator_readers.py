@@ -29,6 +29,7 @@ from reasoning_stream.providers.ollama.translate import OllamaTranslator
 from reasoning_stream.providers.openai_chat.translate import OpenAIChatTranslator
 from reasoning_stream.providers.openai_responses.translate import OpenAIResponsesTranslator
 from reasoning_stream.testing import Transcript
+from tests.helpers import examples
 from tests.reliability import paths, replaced
 
 
@@ -167,7 +168,7 @@ def check(make: Callable[[], Any], damaged: list[Any]) -> None:
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_a_dict_chunk_reads_as_the_same_chunk_read_generically(provider: str, data: Any) -> None:
     make, streams = PROVIDERS[provider]

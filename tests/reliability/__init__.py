@@ -51,6 +51,7 @@ from reasoning_stream.providers import (
     OpenRouterPipe,
 )
 from reasoning_stream.providers._driver import ProviderPipe
+from reasoning_stream.providers._spec import provider_ids
 from reasoning_stream.testing import Reply, Transcript, WireServer
 
 __all__ = [
@@ -393,121 +394,87 @@ def _bundled(prefix: str, *, streaming: bool) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _target(
-    name: str,
-    prefix: str,
-    build: Callable[[str, Flavour, float, str], Built],
-    own: Callable[[str, float, str], ProviderPipe],
-    *,
-    provider: str,
-    showcase: str,
-) -> Target:
+@dataclass(frozen=True)
+class _Variant:
+    """One way to drive a provider's pipe: its SDK client, or a lean transport."""
+
+    name: str
+    prefix: str
+    """The bundled transcripts' name prefix."""
+    build: Callable[[str, Flavour, float, str], Built]
+    own: Callable[[str, float, str], ProviderPipe]
+    showcase: str
+
+
+# Per provider id: the pipe's clients and transports under test. The provider list itself is
+# the registry's (provider_ids()): a provider added there without a line here fails below.
+_VARIANTS: dict[str, tuple[_Variant, ...]] = {
+    "openai-chat": (
+        _Variant(
+            "openai-chat-sdk", "openai_chat_", _chat_sdk, _own_chat_sdk,
+            "openai_chat_reasoning_content",
+        ),
+        _Variant(
+            "openai-chat-httpx", "openai_chat_", _chat_httpx, _own_chat_httpx,
+            "openai_chat_reasoning_content",
+        ),
+    ),
+    "openai-responses": (
+        _Variant(
+            "openai-responses", "openai_responses_", _responses, _own_responses,
+            "openai_responses_summary",
+        ),
+        _Variant(
+            "openai-responses-httpx", "openai_responses_", _responses_httpx,
+            _own_responses_httpx, "openai_responses_summary",
+        ),
+    ),
+    "openrouter": (
+        _Variant("openrouter", "openrouter_", _openrouter, _own_openrouter, "openrouter_reasoning"),
+    ),
+    "anthropic": (
+        _Variant("anthropic", "anthropic_", _anthropic, _own_anthropic, "anthropic_thinking"),
+        _Variant(
+            "anthropic-httpx", "anthropic_", _anthropic_httpx, _own_anthropic_httpx,
+            "anthropic_thinking",
+        ),
+    ),
+    "bedrock": (
+        _Variant("bedrock", "bedrock_", _bedrock, _own_bedrock, "bedrock_converse_reasoning"),
+    ),
+    "gemini": (_Variant("gemini", "gemini_", _gemini, _own_gemini, "gemini_reasoning"),),
+    "ollama": (
+        _Variant("ollama", "ollama_", _ollama, _own_ollama, "ollama_chat_reasoning"),
+        _Variant(
+            "ollama-httpx", "ollama_", _ollama_httpx, _own_ollama_httpx, "ollama_chat_reasoning"
+        ),
+    ),
+}  # fmt: skip
+
+_UNTESTED = set(provider_ids()) - set(_VARIANTS)
+assert not _UNTESTED, f"registry providers without reliability targets: {sorted(_UNTESTED)}"
+
+
+def _target(provider: str, variant: _Variant) -> Target:
     return Target(
-        name=name,
-        transcripts=_bundled(prefix, streaming=True),
-        build=build,
+        name=variant.name,
+        transcripts=_bundled(variant.prefix, streaming=True),
+        build=variant.build,
         provider=provider,
-        showcase=showcase,
-        own=own,
-        error_transcripts=_bundled(prefix, streaming=False),
+        showcase=variant.showcase,
+        own=variant.own,
+        error_transcripts=_bundled(variant.prefix, streaming=False),
     )
 
 
 TARGETS: dict[str, Target] = {
     target.name: target
-    for target in (
-        _target(
-            "anthropic",
-            "anthropic_",
-            _anthropic,
-            _own_anthropic,
-            provider="anthropic",
-            showcase="anthropic_thinking",
-        ),
-        _target(
-            "openai-responses",
-            "openai_responses_",
-            _responses,
-            _own_responses,
-            provider="openai-responses",
-            showcase="openai_responses_summary",
-        ),
-        _target(
-            "anthropic-httpx",
-            "anthropic_",
-            _anthropic_httpx,
-            _own_anthropic_httpx,
-            provider="anthropic",
-            showcase="anthropic_thinking",
-        ),
-        _target(
-            "openai-responses-httpx",
-            "openai_responses_",
-            _responses_httpx,
-            _own_responses_httpx,
-            provider="openai-responses",
-            showcase="openai_responses_summary",
-        ),
-        _target(
-            "openai-chat-sdk",
-            "openai_chat_",
-            _chat_sdk,
-            _own_chat_sdk,
-            provider="openai-chat",
-            showcase="openai_chat_reasoning_content",
-        ),
-        _target(
-            "openai-chat-httpx",
-            "openai_chat_",
-            _chat_httpx,
-            _own_chat_httpx,
-            provider="openai-chat",
-            showcase="openai_chat_reasoning_content",
-        ),
-        _target(
-            "openrouter",
-            "openrouter_",
-            _openrouter,
-            _own_openrouter,
-            provider="openrouter",
-            showcase="openrouter_reasoning",
-        ),
-        _target(
-            "bedrock",
-            "bedrock_",
-            _bedrock,
-            _own_bedrock,
-            provider="bedrock",
-            showcase="bedrock_converse_reasoning",
-        ),
-        _target(
-            "ollama",
-            "ollama_",
-            _ollama,
-            _own_ollama,
-            provider="ollama",
-            showcase="ollama_chat_reasoning",
-        ),
-        _target(
-            "ollama-httpx",
-            "ollama_",
-            _ollama_httpx,
-            _own_ollama_httpx,
-            provider="ollama",
-            showcase="ollama_chat_reasoning",
-        ),
-        _target(
-            "gemini",
-            "gemini_",
-            _gemini,
-            _own_gemini,
-            provider="gemini",
-            showcase="gemini_reasoning",
-        ),
-    )
+    for provider in provider_ids()
+    for target in (_target(provider, variant) for variant in _VARIANTS[provider])
     if target.transcripts
 }
-"""Every provider pipe whose module and transcripts exist (others join as they land)."""
+"""Every provider pipe and transport, for every provider in the registry, whose transcripts
+exist."""
 
 
 @functools.cache

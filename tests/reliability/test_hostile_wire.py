@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from reasoning_stream import ReasoningStream
 from reasoning_stream._pipe import Pipe, PipeResult
 from reasoning_stream.testing import Reply, Transcript, WireServer
+from tests.helpers import examples
 
 from . import (
     FLAVOURS,
@@ -57,10 +58,10 @@ pytestmark = RESOURCE_CHECKS
 
 TARGET_NAMES = sorted(TARGETS)
 
-# A small budget keeps the whole suite well under a minute; RELIABILITY_EXAMPLES=500 (say)
-# runs a deeper search.
+# A small budget keeps the whole suite well under a minute (scaled to the hypothesis profile);
+# RELIABILITY_EXAMPLES=500 (say) runs a deeper search under any profile.
 FUZZ = settings(
-    max_examples=int(os.environ.get("RELIABILITY_EXAMPLES", "15")),
+    max_examples=int(os.environ.get("RELIABILITY_EXAMPLES", examples(15))),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from reasoning_stream import Conversation, GenerationRecord, PipeResult, ReasoningState, ToolCall
 from reasoning_stream.store import ConversationStore
+from tests.helpers import examples
 
 from .conftest import StoreFactory
 
@@ -147,7 +148,7 @@ def apply(
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

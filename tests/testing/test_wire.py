@@ -33,6 +33,7 @@ from reasoning_stream.testing._wire import (
     WireServer,
     _compile_route,
 )
+from tests.helpers import examples
 
 MESSAGES: list[Any] = [{"role": "user", "content": "why?"}]
 
@@ -425,7 +426,7 @@ def test_eventstream_corruption_is_detected_by_botocore() -> None:
         _decode_frames(bytes(frame))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     frames=st.lists(
         st.tuples(

@@ -31,9 +31,10 @@ from reasoning_stream.hub import Entry, MemoryHub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.testing.strategies import event_scripts
 from reasoning_stream.web import translator_for
+from tests.helpers import examples
 
 AGUI = TypeAdapter(AGUIEvent)
-PURE = settings(max_examples=60, deadline=None)
+PURE = settings(max_examples=examples(60), deadline=None)
 
 scripts = st.lists(
     st.one_of(

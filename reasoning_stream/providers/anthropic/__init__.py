@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Literal, Unpack
 
 import httpx
 
-from ..._conversation import PassbackPolicy
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
+from ...conversation._policy import PassbackPolicy
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import (
     build_error,
@@ -390,5 +390,6 @@ SPEC = ProviderSpec(
     demo=Demo("anthropic_thinking", "claude-sonnet-4-6", _demo_pipe),
     api_root=ApiRoot("https://api.anthropic.com", "ANTHROPIC_BASE_URL", not_ends_with="/v1"),
     max_tokens=lambda n, url: {"max_tokens": n},
+    semconv_name="anthropic",
 )
 """The Anthropic Messages API."""

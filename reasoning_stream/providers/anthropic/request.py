@@ -12,8 +12,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..._events import ReasoningState
-from ..._history import HistoryTurn, in_received_order, tool_call_arguments
-from ..._preflight import PassbackProblem, PreflightTurn
+from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from ...conversation._history import in_received_order, tool_call_arguments
+from .._spec import PassbackRules
 from .effort import claude_version
 from .translate import PROVIDER, field_of, text_of
 
@@ -311,13 +312,17 @@ def request_thinking(pipe: Any) -> Any:
     return body.get("thinking")
 
 
-def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem]:
+def preflight(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> list[PassbackProblem]:
     """What the Messages API would reject: a tool loop without its thinking (thinking on)."""
     if not thinking_enabled(request_thinking(pipe)):
         return []
     return tool_loop_problems(pipe, turns, label="Anthropic")
 
 
-def repair(pipe: Any, turns: Sequence[PreflightTurn]) -> tuple[list[HistoryTurn], list[str]]:
+def repair(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> tuple[list[HistoryTurn], list[str]]:
     """See :func:`repair_tool_loop`."""
     return repair_tool_loop(turns, label="Anthropic")

@@ -39,11 +39,11 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, Unpack
 
-from ..._conversation import PassbackPolicy
 from ..._effort import merge_params
 from ..._exceptions import ProviderError, UsageError
-from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
+from ..._turns import HistoryTurn
+from ...conversation._policy import PassbackPolicy
 from .._driver import PipeOptions, ProviderPipe, require
 from .._errors import build_error, provider_error, retry_after_seconds
 from .._spec import ApiRoot, Demo, ProviderSpec
@@ -449,5 +449,6 @@ SPEC = ProviderSpec(
         "https://bedrock-runtime.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
     ),
     max_tokens=lambda n, url: {"max_tokens": n},
+    semconv_name="aws.bedrock",
 )
 """Amazon Bedrock (ConverseStream and InvokeModelWithResponseStream)."""

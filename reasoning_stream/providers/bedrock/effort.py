@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..._effort import (
+from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,

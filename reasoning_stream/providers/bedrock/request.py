@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..._events import ReasoningState
-from ..._history import HistoryTurn, in_received_order
-from ..._preflight import PassbackProblem, PreflightTurn
+from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from ...conversation._history import in_received_order
+from .._spec import PassbackRules
 from ..anthropic.request import (
     convert_turns,
     repair_tool_loop,
@@ -234,7 +235,9 @@ def drop_thinking(fields: dict[str, Any]) -> None:
         fields.pop(name, None)
 
 
-def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem]:
+def preflight(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> list[PassbackProblem]:
     """Claude on Bedrock: a tool loop without its signed reasoning while thinking is on."""
     if "anthropic" not in str(getattr(pipe, "model_id", pipe.model)).lower():
         return []
@@ -244,6 +247,8 @@ def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem
     return tool_loop_problems(pipe, turns, label="Bedrock (Claude)")
 
 
-def repair(pipe: Any, turns: Sequence[PreflightTurn]) -> tuple[list[HistoryTurn], list[str]]:
+def repair(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> tuple[list[HistoryTurn], list[str]]:
     """Thinking off for this request (see ``anthropic.request.repair_tool_loop``)."""
     return repair_tool_loop(turns, label="Bedrock (Claude)")

@@ -35,11 +35,11 @@ from typing import Any, ClassVar, Unpack
 
 import httpx
 
-from ..._conversation import PassbackPolicy
 from ..._effort import merge_params
 from ..._exceptions import ProviderError
 from ..._json import loads_utf8
 from ..._pipe import Pipe, Prompt
+from ...conversation._policy import PassbackPolicy
 from .._driver import EndpointOptions, ProviderPipe
 from .._errors import build_error, retry_after_seconds
 from .._oneshot import apost_json, post_json
@@ -328,5 +328,6 @@ SPEC = ProviderSpec(
         "https://generativelanguage.googleapis.com/v1beta", "GEMINI_BASE_URL", ends_with="/v1beta"
     ),
     max_tokens=lambda n, url: {"extra_body": {"generationConfig": {"maxOutputTokens": n}}},
+    semconv_name="gcp.gemini",
 )
 """The Gemini API (native ``streamGenerateContent``)."""

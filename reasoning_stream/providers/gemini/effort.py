@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..._effort import (
+from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,

@@ -16,8 +16,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..._events import ReasoningState
-from ..._history import HistoryTurn, tool_call_arguments
-from ..._preflight import PassbackProblem, PreflightTurn
+from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from ...conversation._history import tool_call_arguments
+from .._spec import PassbackRules
 from .translate import int_of, str_of
 
 __all__ = ["PLACEHOLDER_SIGNATURE", "contents", "preflight", "repair", "tool_declarations"]
@@ -256,7 +257,9 @@ def _signed_call(turn: HistoryTurn) -> bool:
     )
 
 
-def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem]:
+def preflight(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> list[PassbackProblem]:
     """Gemini 3: a function call of the current turn without its thought signature (400)."""
     if not _needs_signatures(pipe):
         return []
@@ -274,7 +277,9 @@ def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem
     ]
 
 
-def repair(pipe: Any, turns: Sequence[PreflightTurn]) -> tuple[list[HistoryTurn], list[str]]:
+def repair(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> tuple[list[HistoryTurn], list[str]]:
     """The placeholder signature on the first call of each unsigned turn."""
     repaired: list[HistoryTurn] = []
     filled: list[str] = []

@@ -20,10 +20,10 @@ from typing import Any, ClassVar, Literal, TypeAlias, Unpack
 
 import httpx
 
-from ..._conversation import PassbackPolicy
 from ..._effort import merge_params
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
+from ...conversation._policy import PassbackPolicy
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import (
     build_error,
@@ -386,5 +386,6 @@ SPEC = ProviderSpec(
     demo=Demo("ollama_chat_reasoning", "qwen3", _demo_pipe),
     api_root=ApiRoot("http://localhost:11434", "OLLAMA_HOST", not_ends_with="/api"),
     max_tokens=lambda n, url: {"options": {"num_predict": n}},
+    semconv_name="ollama",
 )
 """Ollama's native API."""

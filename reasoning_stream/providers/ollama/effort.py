@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..._effort import (
+from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,

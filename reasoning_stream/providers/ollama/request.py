@@ -11,7 +11,8 @@ from functools import cache
 from typing import Any
 
 from ..._exceptions import UsageError
-from ..._history import HistoryTurn, tool_call_arguments
+from ..._turns import HistoryTurn
+from ...conversation._history import tool_call_arguments
 from .._driver import require
 from .translate import text_of
 

@@ -18,11 +18,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..._conversation import PassbackPolicy, ReasoningPassback
 from ..._exceptions import UsageError
-from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
 from ..._tags import DEFAULT_TAGS, grammar_for
+from ..._turns import HistoryTurn
+from ...conversation._policy import PassbackPolicy, ReasoningPassback
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._oneshot import apost_json, post_json
 from .._spec import ApiRoot, Demo, ProviderSpec
@@ -386,5 +386,6 @@ SPEC = ProviderSpec(
         local="http://localhost:8000/v1",
     ),
     max_tokens=_max_tokens,
+    semconv_name="openai",
 )
 """OpenAI Chat Completions and the servers that speak it."""

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..._effort import (
+from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,

@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..._conversation import PassbackPolicy
-from ..._history import HistoryTurn
 from ..._messages import strip_inert_keys
-from ..._preflight import PassbackProblem, PreflightTurn
+from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from .._spec import PassbackRules
 
 __all__ = [
     "message",
@@ -30,23 +29,20 @@ __all__ = [
 def message(turn: HistoryTurn, pipe: object, *, reasoning_field: str) -> dict[str, Any]:
     """One history turn as a Chat Completions message for ``pipe``.
 
-    Whether an assistant turn carries readable reasoning (in ``reasoning_field``) is the
-    pipe's passback policy, the one decision point: ``"always"``; ``"tool_loop"`` (the
-    conversation hands reasoning over for the current tool loop only); ``"tool_calls"`` for
-    turns that called tools. ``""`` goes back too: a turn of this model that reasoned nothing,
-    or a tool-call turn another model wrote once ``repair=True`` filled it (DeepSeek and Kimi
-    answer 400 to a tool-call turn without the field; preflight names such a turn). A value
-    the caller wrote into the message is kept over ``""``. ``reasoning_details`` states go
-    back to the pipe that made them.
+    An assistant turn carries its readable reasoning (in ``reasoning_field``) when the turn
+    has one: the history was scoped under the pipe's passback policy, resolved once for the
+    request (``conversation.history_turns``), so ``turn.reasoning`` is set only where the
+    policy gives it back (``"always"``; ``"tool_loop"``: the current tool loop;
+    ``"tool_calls"``: turns that called tools). ``""`` goes back too: a turn of this model
+    that reasoned nothing, or a tool-call turn another model wrote once ``repair=True``
+    filled it (DeepSeek and Kimi answer 400 to a tool-call turn without the field; preflight
+    names such a turn). A value the caller wrote into the message is kept over ``""``.
+    ``reasoning_details`` states go back to the pipe that made them.
     """
     plain = strip_inert_keys(turn.message)
     if plain.get("role") != "assistant":
         return plain
-    policy = PassbackPolicy.for_pipe(pipe).reasoning
-    calls = bool(plain.get("tool_calls"))
-    if (policy in ("always", "tool_loop") or (policy == "tool_calls" and calls)) and (
-        turn.reasoning is not None and (turn.reasoning or reasoning_field not in plain)
-    ):
+    if turn.reasoning is not None and (turn.reasoning or reasoning_field not in plain):
         plain[reasoning_field] = turn.reasoning
     states = [state for state in turn.states if state.may_go_to(pipe, check_endpoint=False)]
     details = [json.loads(state.payload) for state in states if state.kind == "reasoning_details"]
@@ -116,10 +112,7 @@ def oneshot_sdk_arguments(body: Mapping[str, Any], timeout: float | None) -> dic
 # ------------------------------------------------------------------------------ preflight
 
 
-def _needs_reasoning(pipe: Any, checked: PreflightTurn) -> bool:
-    from ..._conversation import PassbackPolicy
-
-    policy = PassbackPolicy.for_pipe(pipe)
+def _needs_reasoning(policy: PassbackRules, checked: PreflightTurn) -> bool:
     return (
         policy.reasoning in ("tool_calls", "always")
         and checked.calls_tools
@@ -127,7 +120,9 @@ def _needs_reasoning(pipe: Any, checked: PreflightTurn) -> bool:
     )
 
 
-def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem]:
+def preflight(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> list[PassbackProblem]:
     """DeepSeek and Kimi: an assistant tool-call turn without its ``reasoning_content``.
 
     In thinking mode DeepSeek answers 400 when a turn that called tools comes back without
@@ -146,17 +141,19 @@ def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem
             "reasoning_content is sent)",
         )
         for checked in turns
-        if _needs_reasoning(pipe, checked)
+        if _needs_reasoning(policy, checked)
     ]
 
 
-def repair(pipe: Any, turns: Sequence[PreflightTurn]) -> tuple[list[HistoryTurn], list[str]]:
+def repair(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> tuple[list[HistoryTurn], list[str]]:
     """Fill an empty ``reasoning_content`` on the tool-call turns that have none."""
     repaired: list[HistoryTurn] = []
     filled: list[str] = []
     for checked in turns:
         turn = checked.turn
-        if _needs_reasoning(pipe, checked):
+        if _needs_reasoning(policy, checked):
             turn = replace(turn, reasoning="")
             filled.append(str(checked.index))
         repaired.append(turn)

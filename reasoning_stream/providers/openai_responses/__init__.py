@@ -15,10 +15,10 @@ from typing import Any, ClassVar, Literal, Unpack
 
 import httpx
 
-from ..._conversation import PassbackPolicy
 from ..._exceptions import ProviderError, UsageError
-from ..._history import HistoryTurn
 from ..._pipe import Pipe, Prompt
+from ..._turns import HistoryTurn
+from ...conversation._policy import PassbackPolicy
 from .._driver import EndpointOptions, ProviderPipe, require
 from .._errors import build_error
 from .._oneshot import apost_json, post_json
@@ -410,5 +410,6 @@ SPEC = ProviderSpec(
     demo=Demo("openai_responses_summary", "o4-mini", _demo_pipe),
     api_root=ApiRoot("https://api.openai.com/v1", "OPENAI_BASE_URL", ends_with="/v1"),
     max_tokens=lambda n, url: {"extra_body": {"max_output_tokens": n}},
+    semconv_name="openai",
 )
 """The OpenAI Responses API."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..._effort import Ask, Draft, EffortPlanner, EffortRow, always_reasons, cannot_reason
+from ..._effort_planner import Ask, Draft, EffortPlanner, EffortRow, always_reasons, cannot_reason
 from ..openai_chat.effort import effort_draft, openai_family
 
 

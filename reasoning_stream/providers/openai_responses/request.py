@@ -17,8 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..._events import ReasoningState
-from ..._history import HistoryTurn
-from ..._preflight import PassbackProblem, PreflightTurn
+from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from .._spec import PassbackRules
 from .translate import ENCRYPTED_KIND, text_of
 
 __all__ = ["preflight", "reasoning_input_item", "repair", "sdk_arguments"]
@@ -172,7 +172,9 @@ def _stateless_item(turn: HistoryTurn) -> bool:
     return False
 
 
-def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem]:
+def preflight(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> list[PassbackProblem]:
     """``store=False`` with a reasoning model: a tool-loop turn whose reasoning item is gone.
 
     Stateless requests cannot refer to stored items: a function call goes back with its
@@ -196,7 +198,9 @@ def preflight(pipe: Any, turns: Sequence[PreflightTurn]) -> list[PassbackProblem
     ]
 
 
-def repair(pipe: Any, turns: Sequence[PreflightTurn]) -> tuple[list[HistoryTurn], list[str]]:
+def repair(
+    pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
+) -> tuple[list[HistoryTurn], list[str]]:
     """Drop what cannot be sent statelessly: the turn's items go without ids."""
     repaired: list[HistoryTurn] = []
     dropped: list[str] = []

@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Unpack
 
 import httpx
 
-from ..._conversation import PassbackPolicy
 from ..._pipe import Pipe
+from ...conversation._policy import PassbackPolicy
 from .._driver import EndpointOptions
 from .._spec import ApiRoot, Demo, ProviderSpec
 from ..openai_chat import OpenAIChatPipe
@@ -141,5 +141,6 @@ SPEC = ProviderSpec(
     demo=Demo("openrouter_reasoning", "anthropic/claude-sonnet-4", _demo_pipe),
     api_root=ApiRoot(OPENROUTER_BASE_URL, "OPENROUTER_BASE_URL", ends_with="/api/v1"),
     max_tokens=lambda n, url: {"extra_body": {"max_tokens": n}},
+    semconv_name="openrouter",
 )
 """OpenRouter, through the chat pipe's httpx transport."""

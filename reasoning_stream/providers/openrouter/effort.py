@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._effort import (
+from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,

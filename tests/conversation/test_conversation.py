@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -12,12 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream._conversation import (
-    Conversation,
-    GenerationRecord,
-    PassbackPolicy,
-    TurnRecord,
-)
 from reasoning_stream._events import (
     OpaqueState,
     ReasoningDelta,
@@ -26,24 +19,21 @@ from reasoning_stream._events import (
     ToolCall,
 )
 from reasoning_stream._exceptions import ProviderError, UsageError
-from reasoning_stream._history import HistoryTurn
 from reasoning_stream._messages import INERT_MESSAGE_KEYS, messages_from_prompt
 from reasoning_stream._pipe import PipeResult
+from reasoning_stream._turns import HistoryTurn
+from reasoning_stream.conversation import (
+    Conversation,
+    GenerationRecord,
+    PassbackPolicy,
+    TurnRecord,
+)
 from reasoning_stream.testing import ScriptedPipe
+from tests.helpers import examples
 
-# A model without preserved thinking (older blocks go back only in the tool loop).
-CLAUDE = "claude-sonnet-4-5"
+from .helpers import CLAUDE, FakePipe
+
 ANTHROPIC_URL = "https://api.anthropic.com"
-
-
-@dataclass
-class FakePipe:
-    """All ``turns_for`` reads of a pipe: its scope, and optionally a policy."""
-
-    provider: str | None
-    model: str | None
-    endpoint: str | None = None
-    passback: PassbackPolicy | None = None
 
 
 def anthropic(model: str = CLAUDE, endpoint: str | None = ANTHROPIC_URL) -> FakePipe:
@@ -94,7 +84,6 @@ def assistant_turns(turns: Sequence[HistoryTurn]) -> list[HistoryTurn]:
     return [turn for turn in turns if turn.message.get("role") == "assistant"]
 
 
-DETAILS = frozenset({"reasoning_details"})
 SIGNED = state("signature", "sig-1", block=0)
 REDACTED = state("redacted", "opaque-redacted==", block=1)
 
@@ -149,43 +138,6 @@ def test_plain_multi_turn_sends_no_prior_reasoning_by_default() -> None:
         assert "thinking" not in turn.message
 
 
-@pytest.mark.parametrize(
-    ("provider", "model", "expected"),
-    [
-        ("anthropic", CLAUDE, PassbackPolicy("tool_loop", "never")),
-        # Preserved thinking: every earlier turn's blocks go back (rule 2 of issue #11).
-        ("anthropic", "claude-opus-4-5", PassbackPolicy("always", "never")),
-        ("anthropic", "claude-sonnet-4-6", PassbackPolicy("always", "never")),
-        ("anthropic", "claude-opus-5", PassbackPolicy("always", "never")),
-        ("bedrock", "us.anthropic.claude-opus-4-5-v1:0", PassbackPolicy("always", "never")),
-        ("bedrock", "anthropic.claude", PassbackPolicy("tool_loop", "never")),
-        ("openai-responses", "o4-mini", PassbackPolicy("always", "never")),
-        ("gemini", "gemini-2.5-pro", PassbackPolicy("always", "never")),
-        ("openrouter", "x/y", PassbackPolicy("tool_loop", "never", DETAILS)),
-        ("openai-chat", "gpt-4o", PassbackPolicy("tool_loop", "never", DETAILS)),
-        (
-            "openai-chat",
-            "DeepSeek-V3.2",
-            PassbackPolicy("tool_loop", "tool_calls", DETAILS),
-        ),
-        (
-            "openai-chat",
-            "moonshotai/kimi-k2-thinking",
-            # Kimi keeps its reasoning in context on every turn (the pipe's former rule).
-            PassbackPolicy("tool_loop", "always", DETAILS),
-        ),
-        # The chat API takes thinking back in the current tool loop (rule 8 of issue #11).
-        ("ollama", "qwen3", PassbackPolicy("never", "tool_loop")),
-        ("scripted", "scripted", PassbackPolicy()),
-        (None, None, PassbackPolicy()),
-    ],
-)
-def test_default_policy_by_provider(
-    provider: str | None, model: str | None, expected: PassbackPolicy
-) -> None:
-    assert PassbackPolicy.for_pipe(FakePipe(provider, model)) == expected
-
-
 def test_a_pipe_passback_attribute_wins_over_the_default() -> None:
     pipe = FakePipe("ollama", "qwen3", passback=PassbackPolicy("always", "always"))
     turn = result_from(
@@ -198,33 +150,6 @@ def test_a_pipe_passback_attribute_wins_over_the_default() -> None:
     [assistant] = assistant_turns(conversation.turns_for(pipe))
     assert assistant.reasoning == "r"
     assert [s.payload for s in assistant.states] == ["p"]
-
-
-def test_policy_validation() -> None:
-    with pytest.raises(UsageError):
-        PassbackPolicy("sometimes")  # type: ignore[arg-type]
-    with pytest.raises(UsageError):
-        PassbackPolicy("never", "maybe")  # type: ignore[arg-type]
-    with pytest.raises(UsageError):
-        Conversation().turns_for(FakePipe("anthropic", CLAUDE, passback="always"))  # type: ignore[arg-type]
-    assert PassbackPolicy(kinds={"a", "b"}).kinds == frozenset({"a", "b"})  # type: ignore[arg-type]
-
-
-def test_explicit_send_reasoning_back_overrides_the_default() -> None:
-    @dataclass
-    class ChatPipe:
-        provider: str
-        model: str
-        endpoint: str | None = None
-        send_reasoning_back: bool | None = None
-
-    assert PassbackPolicy.for_pipe(ChatPipe("openrouter", "m", None, True)).reasoning == "always"
-    assert PassbackPolicy.for_pipe(
-        ChatPipe("openai-chat", "deepseek-chat", None, False)
-    ).reasoning == ("never")
-    assert PassbackPolicy.for_pipe(ChatPipe("openai-chat", "deepseek-chat")).reasoning == (
-        "tool_calls"
-    )
 
 
 # ---------------------------------------------------------------------- anthropic tool loop
@@ -775,7 +700,7 @@ def conversations(draw: st.DrawFn) -> Conversation:
     return conversation
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(conversations())
 def test_any_conversation_survives_json(conversation: Conversation) -> None:
     """to_json, json.dumps, json.loads, from_json: equal, states and scopes and bytes included."""
@@ -792,7 +717,7 @@ def test_any_conversation_survives_json(conversation: Conversation) -> None:
             ]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     conversations(),
     st.sampled_from(
@@ -832,7 +757,7 @@ def unit_owner(messages: Sequence[dict[str, Any]]) -> list[int]:
     return owner
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(conversations(), st.integers(0, 10))
 def test_compaction_never_splits_a_tool_unit(conversation: Conversation, keep_last: int) -> None:
     compacted = conversation.compact(keep_last)

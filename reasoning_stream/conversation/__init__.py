@@ -1,0 +1,32 @@
+"""Conversations: the history the application owns, and what each provider may get back.
+
+One module per job:
+
+- ``_policy``: :class:`PassbackPolicy`, what a provider needs back from earlier turns, resolved
+  once per request (provider packages import this small module, never the container);
+- ``_records``: :class:`TurnRecord` beside each assistant turn, :class:`GenerationRecord` for the
+  run under way;
+- ``_history``: the :class:`HistoryTurn` s a request carries for a prompt;
+- ``_preflight``: what a provider is documented to reject, and its repair;
+- ``_conversation``: the container, :class:`Conversation`.
+
+Nothing here names a provider: each provider's rules come from its ``ProviderSpec``.
+"""
+
+from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from ._conversation import Conversation
+from ._policy import PassbackPolicy, ReasoningPassback, StatePassback
+from ._records import GenerationRecord, GenerationStatus, TurnRecord
+
+__all__ = [
+    "Conversation",
+    "GenerationRecord",
+    "GenerationStatus",
+    "HistoryTurn",
+    "PassbackPolicy",
+    "PassbackProblem",
+    "PreflightTurn",
+    "ReasoningPassback",
+    "StatePassback",
+    "TurnRecord",
+]

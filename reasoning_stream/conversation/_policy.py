@@ -1,0 +1,148 @@
+"""What a provider needs back from earlier turns: :class:`PassbackPolicy`, resolved per request.
+
+A pipe's policy is resolved once per request (:meth:`PassbackPolicy.for_pipe`: the pipe's own
+``passback``, else its provider's documented needs from the registry) and that one object is
+handed to everything that request does with the history: scoping the turns, the provider's
+preflight and its repair. Provider packages import this module for the class; it names no
+provider and imports nothing above the registry.
+
+>>> PassbackPolicy(states="tool_loop").gives_states(in_tool_loop=True)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast, get_args
+
+from .._exceptions import UsageError
+
+if TYPE_CHECKING:
+    from ..providers._spec import PassbackRules
+
+__all__ = ["PassbackPolicy", "ReasoningPassback", "StatePassback"]
+
+StatePassback: TypeAlias = Literal["never", "tool_loop", "always"]
+"""Which assistant turns get their opaque state back: none, the current tool loop, all."""
+
+ReasoningPassback: TypeAlias = Literal["never", "tool_calls", "tool_loop", "always"]
+"""Which assistant turns get their readable reasoning back: none, tool-call turns, the turns
+of the current tool loop (after the last user message), all."""
+
+_STATES = get_args(StatePassback)
+_REASONING = get_args(ReasoningPassback)
+
+
+@dataclass(frozen=True, slots=True)
+class PassbackPolicy:
+    """What a provider needs back from earlier assistant turns on the next request.
+
+    Args:
+        states: ``"never"``; ``"tool_loop"``: the assistant turns after the last user message
+            (signed thinking during tool use); ``"always"``: every assistant turn (reasoning
+            items, thought signatures).
+        reasoning: the readable reasoning (the message's ``"thinking"``) as
+            ``HistoryTurn.reasoning``: ``"never"``; ``"tool_calls"``: on assistant turns
+            that called tools (a ``reasoning_content`` some hosts require); ``"tool_loop"``:
+            on the assistant turns of the current tool loop; ``"always"``.
+        kinds: the ``ReasoningState.kind`` values the provider takes back; ``None`` for all.
+
+    Either way only state and reasoning that the same provider, model and endpoint made are
+    given back. A pipe picks its policy by carrying a ``passback`` attribute; without one,
+    :meth:`for_pipe` derives it from the pipe's provider id.
+
+    >>> PassbackPolicy(states="always", kinds={"signature"})
+    PassbackPolicy(states='always', reasoning='never', kinds=frozenset({'signature'}))
+    """
+
+    states: StatePassback = "never"
+    reasoning: ReasoningPassback = "never"
+    kinds: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.states not in _STATES:
+            raise UsageError(f"PassbackPolicy.states must be one of {_STATES}, got {self.states!r}")
+        if self.reasoning not in _REASONING:
+            raise UsageError(
+                f"PassbackPolicy.reasoning must be one of {_REASONING}, got {self.reasoning!r}"
+            )
+        if self.kinds is not None and not isinstance(self.kinds, frozenset):
+            kinds: Iterable[str] = self.kinds
+            if isinstance(kinds, str):
+                kinds = (kinds,)
+            object.__setattr__(self, "kinds", frozenset(kinds))
+
+    @classmethod
+    def of(cls, rules: PassbackRules) -> PassbackPolicy:
+        """``rules`` as a policy: itself when it is one, else a policy with its three values.
+
+        >>> PassbackPolicy.of(PassbackPolicy(states="always")).states
+        'always'
+        """
+        if isinstance(rules, PassbackPolicy):
+            return rules
+        # Checked by __post_init__: a value outside the Literal is a UsageError there.
+        return cls(
+            cast(StatePassback, rules.states),
+            cast(ReasoningPassback, rules.reasoning),
+            rules.kinds,
+        )
+
+    @classmethod
+    def for_provider(cls, provider: str | None, model: str | None = None) -> PassbackPolicy:
+        """The documented needs of a provider API, by the pipe's ``provider`` id.
+
+        The provider's spec says (each provider package defines its policy); an unknown
+        provider gets nothing back.
+
+        >>> PassbackPolicy.for_provider("no-such-provider")
+        PassbackPolicy(states='never', reasoning='never', kinds=None)
+        """
+        # The registry is asked at call time: importing the package loads no part of it.
+        from ..providers._spec import spec
+
+        found = spec(provider)
+        return cls() if found is None else cls.of(found.passback(model))
+
+    @classmethod
+    def for_pipe(cls, pipe: object) -> PassbackPolicy:
+        """``pipe.passback`` when it has one, else the default for its provider and model.
+
+        This is the resolution: a request calls it once and hands the result on. A pipe's
+        explicit ``send_reasoning_back=True`` or ``False`` (the chat-completions pipes)
+        overrides the default for readable reasoning.
+        """
+        chosen = getattr(pipe, "passback", None)
+        if isinstance(chosen, PassbackPolicy):
+            return chosen
+        if chosen is not None:
+            raise UsageError(
+                f"{type(pipe).__name__}.passback must be a PassbackPolicy, "
+                f"got {type(chosen).__name__}"
+            )
+        policy = cls.for_provider(getattr(pipe, "provider", None), getattr(pipe, "model", None))
+        send = getattr(pipe, "send_reasoning_back", None)
+        if isinstance(send, bool):
+            policy = cls(policy.states, "always" if send else "never", policy.kinds)
+        return policy
+
+    def gives_reasoning(self, calls_tools: bool, in_tool_loop: bool) -> bool:
+        """Whether an assistant turn's readable reasoning goes back under this policy.
+
+        >>> PassbackPolicy(reasoning="tool_calls").gives_reasoning(True, False)
+        True
+        """
+        return (
+            self.reasoning == "always"
+            or (self.reasoning == "tool_calls" and calls_tools)
+            or (self.reasoning == "tool_loop" and in_tool_loop)
+        )
+
+    def gives_states(self, in_tool_loop: bool) -> bool:
+        """Whether an assistant turn's opaque states go back under this policy.
+
+        >>> PassbackPolicy(states="tool_loop").gives_states(False)
+        False
+        """
+        return self.states == "always" or (self.states == "tool_loop" and in_tool_loop)

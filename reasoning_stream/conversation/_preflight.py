@@ -1,0 +1,87 @@
+"""Preflight: what a provider is documented to reject in the request a pipe would build.
+
+A provider package that knows passback rules registers two functions on its ``ProviderSpec``:
+``preflight(pipe, turns, policy) -> list[PassbackProblem]`` and
+``repair(pipe, turns, policy) -> (turns, notes)``. Both read :class:`PreflightTurn` s (each
+history turn as the pipe would send it, with the record of the run that made it and whether it
+is part of the current tool loop) and the pipe's passback policy, resolved once for the
+request. This module runs them for a conversation; nothing here calls a provider.
+
+Each provider's problem codes (``signature_missing``, ``thinking_missing``, ...) come
+with its rules, in its package's ``request.preflight``; the README section "One-shot calls and
+preflight" lists them all.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .._exceptions import UsageError
+from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from ._policy import PassbackPolicy
+
+if TYPE_CHECKING:
+    from ..providers._spec import ProviderSpec
+
+__all__ = [
+    "PassbackProblem",
+    "PreflightTurn",
+    "find_problems",
+    "raise_problems",
+    "repaired",
+    "rules_for",
+]
+
+
+def rules_for(pipe: object) -> ProviderSpec | None:
+    """The spec of ``pipe``'s provider when it has preflight rules, else ``None``."""
+    from ..providers._spec import spec  # at call time, as in _policy
+
+    found = spec(getattr(pipe, "provider", None))
+    return found if found is not None and found.preflight is not None else None
+
+
+def find_problems(
+    found: ProviderSpec, pipe: object, checked: Sequence[PreflightTurn], policy: PassbackPolicy
+) -> list[PassbackProblem]:
+    """What ``found``'s rules say the provider would reject in ``checked``."""
+    assert found.preflight is not None  # rules_for() chose it for having one
+    return found.preflight(pipe, checked, policy)
+
+
+def raise_problems(problems: Sequence[PassbackProblem]) -> None:
+    """Raise ``UsageError`` naming ``problems``, if there are any."""
+    if problems:
+        listed = "; ".join(str(problem) for problem in problems)
+        raise UsageError(
+            f"the provider would reject this conversation: {listed}. Fix the history, or "
+            "run it with conversation.run(pipe, repair=True) (or pipe.run("
+            "conversation.with_repair())) to drop or fill what the provider's docs allow"
+        )
+
+
+def repaired(
+    pipe: object,
+    turns: list[HistoryTurn],
+    checked: Sequence[PreflightTurn],
+    policy: PassbackPolicy,
+) -> list[HistoryTurn]:
+    """``turns`` with what the provider's docs say to drop or fill dropped or filled.
+
+    A ``UserWarning`` says what changed; with nothing to repair, ``turns`` come back as
+    they are.
+    """
+    found = rules_for(pipe)
+    if found is None or found.repair is None or not find_problems(found, pipe, checked, policy):
+        return turns
+    fixed, notes = found.repair(pipe, checked, policy)
+    if notes:
+        warnings.warn(
+            "repaired the conversation for the provider: " + "; ".join(notes),
+            UserWarning,
+            # The pipe's call for its turns, past this module, the conversation and history.
+            stacklevel=4,
+        )
+    return fixed

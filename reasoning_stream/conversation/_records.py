@@ -1,0 +1,291 @@
+"""What a conversation keeps beside its messages: a record per turn, and the run under way.
+
+A :class:`TurnRecord` holds what a provider handed over beside an assistant turn's visible text
+(opaque states, the response id, how it finished), scoped to the provider, model and endpoint
+that made it. A :class:`GenerationRecord` is the run being generated, persisted so a crash or a
+cancellation leaves a trace. Both round-trip through JSON, bytes payloads included.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Self, TypeAlias, get_args
+
+from .._capture import PipeResult, Status
+from .._events import ReasoningState
+from .._exceptions import UsageError
+
+__all__ = ["GenerationRecord", "GenerationStatus", "TurnRecord", "plain_copy"]
+
+GenerationStatus: TypeAlias = Literal[
+    "in_progress",
+    "completed",
+    "length",
+    "cancelled_before_answer",
+    "cancelled_after_partial_answer",
+    "error",
+]
+"""A run's status as persisted: a result's status, or ``"in_progress"`` while it runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """Provider execution metadata for one assistant turn, kept beside its message.
+
+    ``provider``, ``model`` and ``endpoint`` are the scope: the turn's ``states`` and its
+    readable reasoning go back only to a pipe with the same three values. ``reasoned`` says
+    whether the run produced readable reasoning (``None``: not known, a record written before
+    the field existed), so a tool-call turn that truly reasoned nothing can be told from one
+    whose reasoning was edited away.
+    """
+
+    provider: str | None
+    model: str | None
+    endpoint: str | None = None
+    states: tuple[ReasoningState, ...] = ()
+    response_id: str | None = None
+    status: Status = "completed"
+    finish_reason: str | None = None
+    reasoned: bool | None = None
+
+    @classmethod
+    def from_result(cls, result: PipeResult) -> TurnRecord:
+        """The record of the run that produced ``result``."""
+        return cls(
+            provider=result.provider,
+            model=result.model,
+            endpoint=result.endpoint,
+            states=_persistable(result.reasoning_state),
+            response_id=result.response_id,
+            status=result.status,
+            finish_reason=result.finish_reason,
+            reasoned=bool(result.model_reasoning),
+        )
+
+    def made_by(self, pipe: object) -> bool:
+        """Whether ``pipe`` speaks to the provider, model and endpoint that made this turn."""
+        provider = getattr(pipe, "provider", None)
+        return (
+            provider is not None
+            and self.provider == provider
+            and self.model == getattr(pipe, "model", None)
+            and _same_endpoint(self.endpoint, getattr(pipe, "endpoint", None))
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (bytes payloads base64 encoded)."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "states": [_state_to_json(state) for state in self.states],
+            "response_id": self.response_id,
+            "status": self.status,
+            "finish_reason": self.finish_reason,
+            "reasoned": self.reasoned,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TurnRecord:
+        """Rebuild a record written by :meth:`to_json`."""
+        return cls(
+            provider=data.get("provider"),
+            model=data.get("model"),
+            endpoint=data.get("endpoint"),
+            states=tuple(_state_from_json(state) for state in data.get("states", ())),
+            response_id=data.get("response_id"),
+            status=data.get("status", "completed"),
+            finish_reason=data.get("finish_reason"),
+            reasoned=data.get("reasoned"),
+        )
+
+
+def _persistable(states: Iterable[ReasoningState]) -> tuple[ReasoningState, ...]:
+    """The states as they will read back from JSON.
+
+    A state whose ``extra`` holds tuples or other mappings would reload as lists and dicts and
+    no longer compare equal; such a state is replaced by its plain twin up front, so a saved
+    conversation equals the live one. Provider states are plain already and kept as they are.
+    """
+    kept: list[ReasoningState] = []
+    for state in states:
+        plain = plain_copy(state.extra)
+        if type(state.extra) is not dict or plain != state.extra:
+            state = replace(state, extra=plain)
+        kept.append(state)
+    return tuple(kept)
+
+
+_BYTES_KEY = "__base64__"
+
+
+def _state_to_json(state: ReasoningState) -> dict[str, Any]:
+    """``state.to_json()`` with bytes anywhere in ``extra`` as ``{"__base64__": "..."}``."""
+    data = state.to_json()
+    data["extra"] = _bytes_out(data["extra"])
+    return data
+
+
+def _state_from_json(data: Mapping[str, Any]) -> ReasoningState:
+    """The inverse of :func:`_state_to_json`: the bytes in ``extra`` come back as bytes."""
+    return ReasoningState.from_json({**data, "extra": _bytes_in(data.get("extra") or {})})
+
+
+def _bytes_out(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return {_BYTES_KEY: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, Mapping):
+        return {key: _bytes_out(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_bytes_out(item) for item in value]
+    return value
+
+
+def _bytes_in(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if len(value) == 1 and isinstance(value.get(_BYTES_KEY), str):
+            return base64.b64decode(value[_BYTES_KEY])
+        return {key: _bytes_in(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_bytes_in(item) for item in value]
+    return value
+
+
+def _same_endpoint(made: str | None, asking: str | None) -> bool:
+    # A trailing slash is the only spelling difference two clients of one root commonly have.
+    if made is None or asking is None:
+        return made is asking
+    return made.rstrip("/") == asking.rstrip("/")
+
+
+@dataclass(slots=True)
+class GenerationRecord:
+    """A turn being generated, persisted with the conversation so a crash leaves a trace.
+
+    ``Conversation.begin_generation(pipe)`` creates it as ``"in_progress"``;
+    ``Conversation.add(result)`` finishes it. When a run fails or is cancelled, call
+    :meth:`update_from` with ``error.result`` or ``pipe.last_result``: after reloading, the
+    status tells a finished turn from a cancelled one (``"cancelled_*"``), a failed one
+    (``"error"``) or one whose process died mid-run (still ``"in_progress"``), and the partial
+    text, reasoning and tool calls done are there to resume from.
+    """
+
+    provider: str | None
+    model: str | None
+    endpoint: str | None = None
+    started_at: float = field(default_factory=time.time)
+    """Wall-clock seconds since the epoch: it must mean the same after a restart."""
+    status: GenerationStatus = "in_progress"
+    request_id: str | None = None
+    response_id: str | None = None
+    partial_text: str = ""
+    partial_reasoning: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """Tool calls the model completed before the run ended, as chat-completions messages."""
+    reasoning_state: tuple[ReasoningState, ...] = ()
+    finish_reason: str | None = None
+    error: str | None = None
+    updated_at: float | None = None
+
+    @classmethod
+    def for_pipe(cls, pipe: object, *, request_id: str | None = None) -> GenerationRecord:
+        """A fresh ``"in_progress"`` record for a run of ``pipe``."""
+        return cls(
+            provider=getattr(pipe, "provider", None),
+            model=getattr(pipe, "model", None),
+            endpoint=getattr(pipe, "endpoint", None),
+            request_id=request_id,
+        )
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run ended normally (``"completed"`` or a ``"length"`` stop)."""
+        return self.status in ("completed", "length")
+
+    def update_from(self, result: PipeResult | None) -> Self:
+        """Copy what ``result`` captured (a finished, failed or cancelled run) into the record."""
+        if result is None:
+            return self
+        self.status = result.status
+        if result.provider is not None:
+            self.provider = result.provider
+        if result.model is not None:
+            self.model = result.model
+        if result.endpoint is not None:
+            self.endpoint = result.endpoint
+        self.response_id = result.response_id or self.response_id
+        self.partial_text = result.text
+        self.partial_reasoning = result.model_reasoning
+        self.tool_calls = [call.to_message() for call in result.tool_calls]
+        self.reasoning_state = _persistable(result.reasoning_state)
+        self.finish_reason = result.finish_reason
+        self.error = _describe(result.error)
+        self.updated_at = time.time()
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict (bytes payloads base64 encoded)."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "started_at": self.started_at,
+            "status": self.status,
+            "request_id": self.request_id,
+            "response_id": self.response_id,
+            "partial_text": self.partial_text,
+            "partial_reasoning": self.partial_reasoning,
+            "tool_calls": plain_copy(self.tool_calls),
+            "reasoning_state": [_state_to_json(state) for state in self.reasoning_state],
+            "finish_reason": self.finish_reason,
+            "error": self.error,
+            "updated_at": self.updated_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GenerationRecord:
+        """Rebuild a record written by :meth:`to_json`."""
+        status = data.get("status", "in_progress")
+        if status not in get_args(GenerationStatus):
+            raise UsageError(f"unknown generation status {status!r} in saved conversation")
+        return cls(
+            provider=data.get("provider"),
+            model=data.get("model"),
+            endpoint=data.get("endpoint"),
+            started_at=data["started_at"],
+            status=status,
+            request_id=data.get("request_id"),
+            response_id=data.get("response_id"),
+            partial_text=data.get("partial_text", ""),
+            partial_reasoning=data.get("partial_reasoning", ""),
+            tool_calls=plain_copy(list(data.get("tool_calls", ()))),
+            reasoning_state=tuple(
+                _state_from_json(state) for state in data.get("reasoning_state", ())
+            ),
+            finish_reason=data.get("finish_reason"),
+            error=data.get("error"),
+            updated_at=data.get("updated_at"),
+        )
+
+
+def _describe(error: BaseException | None) -> str | None:
+    if error is None:
+        return None
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def plain_copy(value: Any) -> Any:
+    """A private copy of JSON-like data: mappings become dicts, tuples and lists lists.
+
+    Copying on the way in and out keeps callers from mutating the history behind our back,
+    and normalising tuples makes a saved and reloaded history compare equal to the original.
+    """
+    if isinstance(value, Mapping):
+        return {key: plain_copy(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_copy(item) for item in value]
+    return value
