@@ -221,9 +221,10 @@ class Hub:
         """Run a pipe or pipeline on the running event loop (asyncio or trio), publishing it.
 
         As :meth:`run`. A cancelled run still writes its final entry (with the cancelled
-        status) before the cancellation goes on. Started with ``task_group.start``, it
-        reports started once ``stream_id`` is claimed, so the caller knows at once whether
-        the id was free (the ``UsageError`` comes out of ``start``).
+        status) before the cancellation goes on. ``task_status.started()`` is called once
+        ``stream_id`` is claimed, so ``await task_group.start(hub.arun, stream_id, pipe,
+        prompt)`` returns when the run owns its id, and raises ``UsageError`` in the caller
+        when another run has it.
         """
         self.check_stream_id(stream_id)
         sink = await self._aopen(stream_id)
