@@ -23,6 +23,7 @@ from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.web import create_app
 from tests.web.conftest import serve
 from tests.web.sse import get, parse
+from tests.web.test_protocols import AGUI
 
 TIMEOUT = 10.0
 
@@ -309,6 +310,8 @@ def test_a_failed_runs_reason_reaches_every_protocol(
     assert end.event == "end" and end.json()["status"] == "error"
     reasons = [end.json()["error"], agui[-1].json()["message"], vercel[-2].json()["errorText"]]
     assert agui[-1].json()["type"] == "RUN_ERROR" and vercel[-2].json()["type"] == "error"
+    for event in agui:
+        AGUI.validate_python(event.json())
     for reason in reasons:
         assert "insufficient credit" in reason and "HTTP 402" in reason
         assert SECRET not in reason
