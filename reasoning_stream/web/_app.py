@@ -107,6 +107,8 @@ def create_app(
 
     if isinstance(allowed_hosts, str) or isinstance(allowed_origins, str):
         raise UsageError("allowed_hosts and allowed_origins take a list of names, not a str")
+    if not isinstance(max_body, int) or max_body < 1:
+        raise UsageError(f"max_body must be a positive number of bytes, got {max_body!r}")
     origins = tuple(allowed_origins or ())
 
     runs: dict[str, Any] = {}

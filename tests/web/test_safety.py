@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from reasoning_stream import ProviderError, ReasoningDelta, TextDelta
+from reasoning_stream import ProviderError, ReasoningDelta, TextDelta, UsageError
 from reasoning_stream.hub import Hub, MemoryHub, RedisHub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.web import create_app
@@ -365,3 +365,11 @@ def test_resuming_ag_ui_or_vercel_ui_after_the_start_was_trimmed_is_410(
         ]
     if isinstance(hub, RedisHub):
         hub.close()
+
+
+def test_create_app_refuses_settings_that_cannot_work() -> None:
+    hub = MemoryHub()
+    with pytest.raises(UsageError, match="max_body"):
+        create_app(hub, max_body=0)
+    with pytest.raises(UsageError, match="list of names"):
+        create_app(hub, allowed_hosts="localhost")
