@@ -1249,7 +1249,8 @@ def stdlib_json() -> Iterator[None]:
     import importlib
 
     from reasoning_stream._json import stdlib_loads_utf8
-    from reasoning_stream.providers import _oneshot, _transports
+    from reasoning_stream.providers._transports import base as _transports
+    from reasoning_stream.providers._transports import lean as _oneshot
     from reasoning_stream.providers.bedrock import translate as bedrock_translate
 
     gemini: Any = importlib.import_module("reasoning_stream.providers.gemini")

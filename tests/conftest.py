@@ -7,6 +7,11 @@ Two hypothesis profiles, chosen by the ``REASONING_STREAM_HYPOTHESIS`` environme
 often; ``ci`` draws the full counts, and CI runs every property again under it. A test that asks
 for its own count says so with ``@settings(max_examples=examples(N))`` (``tests.helpers``), which
 scales with the profile the same way (tests/test_hypothesis_profiles.py checks that none forgets).
+
+Tests that mostly wait on other processes (the CLI under a terminal, uvicorn workers, Redis
+leases, many-process stores) or sweep exhaustively are marked ``slow`` here, in one list: the
+README's test command leaves them out (``-m "not slow"`` in pyproject.toml) and CI runs them in a
+second pass (``pytest -m "slow or hypothesis"`` under the ``ci`` profile), so no law leaves CI.
 """
 
 from __future__ import annotations
@@ -28,6 +33,41 @@ if HYPOTHESIS_PROFILE not in ("ci", "dev"):
         f"{PROFILE_VARIABLE}={os.environ[PROFILE_VARIABLE]!r}: use 'dev' (default) or 'ci'"
     )
 settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+# Whole files that spend their time starting processes, servers or terminals, and single tests
+# that take seconds each on a 2-core machine (measured with --durations; see the README).
+SLOW_FILES = frozenset(
+    {
+        "tests/test_cli.py",
+        "tests/test_cli_terminal.py",
+        "tests/test_cli_ux.py",
+        "tests/hub/test_lease.py",
+        "tests/reliability/test_load.py",
+        "tests/store/test_concurrency.py",
+        "tests/web/test_app.py",
+        "tests/web/test_lease.py",
+        "tests/web/test_multiprocess.py",
+        "tests/web/test_page.py",
+        "tests/web/test_serve_command.py",
+    }
+)
+SLOW_TESTS = frozenset(
+    {
+        "test_every_field_of_every_kind_of_chunk_with_every_kind_of_value",
+        "test_the_demo_picture_is_recorded_by_its_script",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SLOW_FILES` and :data:`SLOW_TESTS` as ``slow``."""
+    root = config.rootpath
+    for item in items:
+        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        name = getattr(item, "originalname", item.name)
+        if path in SLOW_FILES or name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -44,7 +44,7 @@ from reasoning_stream.providers import (
     OpenAIResponsesPipe,
     OpenRouterPipe,
 )
-from reasoning_stream.providers._driver import ProviderPipe
+from reasoning_stream.providers._pipe import ProviderPipe
 from reasoning_stream.providers._spec import specs
 from reasoning_stream.testing._wire import Transcript, WireServer
 

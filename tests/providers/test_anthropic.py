@@ -32,32 +32,24 @@ from reasoning_stream._events import (
     UsageReport,
 )
 from reasoning_stream._exceptions import ProviderError, UsageError
-from reasoning_stream._history import HistoryTurn
 from reasoning_stream._pipe import PipeResult
+from reasoning_stream._turns import HistoryTurn
 from reasoning_stream.providers import AnthropicPipe
 from reasoning_stream.providers.anthropic import AnthropicTranslator
 from reasoning_stream.testing._wire import Transcript, WireServer
 from tests.helpers import examples
+from tests.providers.conftest import assert_channel_matches, flavour_backend
 
 OPEN = ReasoningStream.OPEN_TAG
 CLOSE = ReasoningStream.CLOSE_TAG
 MODEL = "claude-sonnet-4-6"
 THINKING = {"type": "enabled", "budget_tokens": 2048}
 
+anyio_backend = flavour_backend
+"""Each flavour's event loop, under the name the anyio plugin asks for."""
+
 
 # ----------------------------------------------------------------------------- drivers
-
-
-@pytest.fixture(params=["sync", "asyncio", "trio"])
-def flavour(request: pytest.FixtureRequest) -> str:
-    """``sync`` drives run() with the sync client; the others arun() with the async one."""
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(flavour: str) -> str:
-    # The sync flavour needs no event loop; it runs once, under asyncio, not twice.
-    return "trio" if flavour == "trio" else "asyncio"
 
 
 @dataclass
@@ -132,12 +124,6 @@ def blocks_from_transcript(name: str) -> list[dict[str, Any]]:
     for index, parts in json_parts.items():
         blocks[index]["input"] = json.loads("".join(parts))
     return [blocks[index] for index in sorted(blocks)]
-
-
-def assert_channel_matches(chunks: Sequence[str], result: PipeResult) -> None:
-    split = ReasoningStream.split("".join(chunks), lossless=True)
-    assert (split.reasoning, split.text) == (result.model_reasoning, result.text)
-    assert not split.truncated
 
 
 def assert_secrets_hidden(chunks: Sequence[str], result: PipeResult) -> None:

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import boto3
 import pytest
-from botocore.config import Config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,8 +37,8 @@ from reasoning_stream._exceptions import (
     ProviderError,
     UsageError,
 )
-from reasoning_stream._history import HistoryTurn
 from reasoning_stream._pipe import PipeResult
+from reasoning_stream._turns import HistoryTurn
 from reasoning_stream.providers import BedrockPipe
 from reasoning_stream.providers.bedrock import (
     ConverseStreamTranslator,
@@ -49,6 +47,7 @@ from reasoning_stream.providers.bedrock import (
 )
 from reasoning_stream.testing._wire import Transcript, WireServer
 from tests.helpers import examples
+from tests.providers.conftest import assert_channel_matches, bedrock_client, flavour_backend
 
 OPEN = ReasoningStream.OPEN_TAG
 CLOSE = ReasoningStream.CLOSE_TAG
@@ -57,33 +56,11 @@ DEEPSEEK = "us.deepseek.r1-v1:0"
 THINKING = {"thinking": {"type": "enabled", "budget_tokens": 2048}}
 REGION = "us-east-1"
 
+anyio_backend = flavour_backend
+"""Each flavour's event loop, under the name the anyio plugin asks for."""
+
 
 # ----------------------------------------------------------------------------- drivers
-
-
-@pytest.fixture(params=["sync", "asyncio", "trio"])
-def flavour(request: pytest.FixtureRequest) -> str:
-    """``sync`` drives run(); the others arun() on that event loop."""
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(flavour: str) -> str:
-    # The sync flavour needs no event loop; it runs once, under asyncio.
-    return "trio" if flavour == "trio" else "asyncio"
-
-
-def bedrock_client(server: WireServer) -> Any:
-    """A real boto3 client aimed at the WireServer, with dummy keys and no retries."""
-    return boto3.client(
-        "bedrock-runtime",
-        region_name=REGION,
-        endpoint_url=server.url,
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        # total_max_attempts=1 is one try in all; botocore reads max_attempts as retries.
-        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
-    )
 
 
 @dataclass
@@ -135,12 +112,6 @@ def redacted_bytes(name: str) -> bytes:
         if "redactedContent" in reasoning:
             return base64.b64decode(reasoning["redactedContent"])
     raise AssertionError(f"{name} has no redacted content")
-
-
-def assert_channel_matches(chunks: Sequence[str], result: PipeResult) -> None:
-    split = ReasoningStream.split("".join(chunks), lossless=True)
-    assert (split.reasoning, split.text) == (result.model_reasoning, result.text)
-    assert not split.truncated
 
 
 def assert_states_hidden(chunks: Sequence[str], result: PipeResult) -> None:
@@ -714,7 +685,7 @@ def _long_text_stream(deltas: int) -> Transcript:
 def test_the_async_reader_hands_over_decoded_events_in_order_and_bounded() -> None:
     """arun's boto3 reader: a consumer that does not take lets at most _BATCH_LIMIT events
     wait (the reading thread waits then), and taking returns every event once, in order."""
-    from reasoning_stream.providers._transports import _BATCH_LIMIT, _Failure, _Reader
+    from reasoning_stream.providers._transports.eventstream import _BATCH_LIMIT, _Failure, _Reader
 
     deltas = 3 * _BATCH_LIMIT
     with WireServer(_long_text_stream(deltas)) as server:

@@ -18,15 +18,13 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.eventstream import EventStream
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream.providers import _transports as transports
-from reasoning_stream.providers._transports import (
+from reasoning_stream.providers._transports import eventstream as transports
+from reasoning_stream.providers._transports.eventstream import (
     _BATCH_LIMIT,
     _Failure,
     _Reader,
@@ -36,6 +34,7 @@ from reasoning_stream.providers._transports import (
 )
 from reasoning_stream.testing._wire import Transcript, WireServer
 from tests.helpers import examples
+from tests.providers.conftest import bedrock_client
 
 from .test_bedrock import CLAUDE, _long_text_stream
 
@@ -75,17 +74,6 @@ def test_the_list_holds_every_streamed_transcript() -> None:
     )
     streamed = [name for name in names if Transcript.load(name).format == "eventstream"]
     assert streamed == STREAMS
-
-
-def _client(server: WireServer) -> Any:
-    return boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        endpoint_url=server.url,
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
-    )
 
 
 class _Subclassed(EventStream):  # type: ignore[misc]
@@ -172,7 +160,7 @@ def test_the_event_loop_gets_what_boto3_iteration_gets(
     with WireServer() as server:
         server.add(transcript, **options)
         server.add(transcript, **options)
-        client = _client(server)
+        client = bedrock_client(server)
         try:
             expected = _boto3_reads(_opener(client, transcript))
             got = _loop_reads(_opener(client, transcript, whole=whole), backend)
@@ -204,7 +192,7 @@ def test_a_body_read_ahead_in_one_piece_decodes_like_boto3(backend: str) -> None
     with WireServer() as server:
         server.add(transcript)
         server.add(transcript)
-        client = _client(server)
+        client = bedrock_client(server)
         try:
             expected = _boto3_reads(_opener(client, transcript))
             got = late(_opener(client, transcript))
@@ -219,7 +207,7 @@ def test_botocore_streams_are_split_and_others_read_whole() -> None:
     with WireServer() as server:
         for _ in range(3):
             server.add(transcript)
-        client = _client(server)
+        client = bedrock_client(server)
         fresh, _ = _opener(client, transcript)()
         started, _ = _opener(client, transcript)()
         subclassed, _ = _opener(client, transcript, whole=True)()
@@ -270,7 +258,7 @@ def test_a_slow_consumer_holds_the_body_reader_back(monkeypatch: pytest.MonkeyPa
     transcript = _long_text_stream(3 * _BATCH_LIMIT)
     largest = max(len(frame) for frame in transcript.chunks())
     with WireServer(transcript) as server:
-        client = _client(server)
+        client = bedrock_client(server)
         stream, _ = _opener(client, transcript)()
         split = _split_reading(stream)
         assert split is not None
@@ -297,7 +285,7 @@ def test_big_body_chunks_wait_only_up_to_the_byte_bound(monkeypatch: pytest.Monk
     transcript = _long_text_stream(400)
     with WireServer() as server:
         server.add(transcript, chunk_size=1000)
-        client = _client(server)
+        client = bedrock_client(server)
         stream, _ = _opener(client, transcript)()
         split = _split_reading(stream)
         assert split is not None
@@ -397,7 +385,7 @@ def test_a_cancelled_wait_for_the_next_chunk_ends_the_reading_thread(backend: st
     returns at once, and closing the source wakes and ends the reading thread."""
     with WireServer() as server:
         server.add("bedrock_converse_reasoning", hang_after=3)
-        client = _client(server)
+        client = bedrock_client(server)
         transcript = Transcript.load("bedrock_converse_reasoning")
         seen: list[Any] = []
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any
 
-import anyio
 import httpx
 import pytest
 
@@ -26,16 +25,16 @@ from reasoning_stream import (
     UsageError,
     UsageReport,
 )
-from reasoning_stream._history import HistoryTurn
+from reasoning_stream._turns import HistoryTurn
 from reasoning_stream.providers import GeminiPipe
 from reasoning_stream.providers.gemini import GeminiTranslator
 from reasoning_stream.testing._wire import Reply, Transcript, WireServer
+from tests.providers.conftest import Mode, assert_channel_matches, drive
 
 OPEN = ReasoningStream.OPEN_TAG
 CLOSE = ReasoningStream.CLOSE_TAG
 KEY = "test-gemini-key-123"
 
-Mode = Literal["run", "arun"]
 
 THOUGHT_SIG = "CiQB0e2Kb3RoaW5rLXNpZy1vbi10aG91Z2h0LXBhcnQ="
 EMPTY_SIG = "CiQB0e2KZW1wdHktdGV4dC1wYXJ0LXNpZ25hdHVyZQ=="
@@ -44,12 +43,6 @@ THOUGHT_SIG_2 = "EjQKMgHR7YpzZWNvbmQtdGhvdWdodC1zaWduYXR1cmU="
 TEXT_SIG = "CiIB0e2KdGV4dC1wYXJ0LXNpZ25hdHVyZQ=="
 
 REASONING = "**Adding numbers**\n\nThe user wants 2+2. That is <thinking> basic arithmetic."
-
-
-@pytest.fixture(params=["run", "arun"])
-def mode(request: pytest.FixtureRequest) -> Mode:
-    """``run()`` (httpx.Client, in a worker thread) or ``arun()`` (httpx.AsyncClient)."""
-    return request.param  # type: ignore[no-any-return]
 
 
 @asynccontextmanager
@@ -67,17 +60,6 @@ async def served(mode: Mode, *replies: Any) -> AsyncIterator[tuple[WireServer, A
 def gemini(server: WireServer, model: str, client: Any = None, **options: Any) -> GeminiPipe:
     options.setdefault("api_key", KEY)
     return GeminiPipe(model, client=client, base_url=server.url + "/v1beta", **options)
-
-
-async def drive(pipe: GeminiPipe, prompt: Any, mode: Mode) -> Any:
-    if mode == "run":
-        return await anyio.to_thread.run_sync(pipe.run, prompt)
-    return await pipe.arun(prompt)
-
-
-def assert_channel_matches(chunks: list[str], result: Any) -> None:
-    split = ReasoningStream.split("".join(chunks), lossless=True)
-    assert (split.reasoning, split.text) == (result.model_reasoning, result.text)
 
 
 def assert_opaque(chunks: list[str], result: Any) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -60,12 +59,6 @@ def _cases() -> list[tuple[str, str]]:
 
 
 CASES = _cases()
-
-
-@pytest.fixture(scope="module")
-def wire() -> Iterator[WireServer]:
-    with WireServer() as server:
-        yield server
 
 
 def _payload(payload: Any) -> Any:

@@ -10,7 +10,6 @@ transcript served plainly, or served as the UTF-8 text httpx makes of the latin-
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -42,12 +41,6 @@ LEAN = {
 """Every lean target, with a bundled transcript of its wire."""
 
 _TEXT_KEYS = frozenset({"thinking", "content", "text", "delta", "reasoning", "reasoning_content"})
-
-
-@pytest.fixture(scope="module")
-def wire() -> Iterator[WireServer]:
-    with WireServer() as server:
-        yield server
 
 
 def accented(original: Transcript) -> Transcript:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any
 
-import anyio
 import ollama
 import pytest
 
@@ -25,21 +24,14 @@ from reasoning_stream import (
     UsageError,
     UsageReport,
 )
-from reasoning_stream._history import HistoryTurn
+from reasoning_stream._turns import HistoryTurn
 from reasoning_stream.providers import OllamaPipe
 from reasoning_stream.providers.ollama import OllamaTranslator
 from reasoning_stream.testing._wire import Reply, Transcript, WireServer
+from tests.providers.conftest import Mode, assert_channel_matches, drive
 
 OPEN = ReasoningStream.OPEN_TAG
 CLOSE = ReasoningStream.CLOSE_TAG
-
-Mode = Literal["run", "arun"]
-
-
-@pytest.fixture(params=["run", "arun"])
-def mode(request: pytest.FixtureRequest) -> Mode:
-    """``run()`` (sync client, in a worker thread) or ``arun()`` (async client, on the loop)."""
-    return request.param  # type: ignore[no-any-return]
 
 
 @asynccontextmanager
@@ -58,17 +50,6 @@ async def served(mode: Mode, *replies: Any) -> AsyncIterator[tuple[WireServer, A
                 yield server, client
             finally:
                 await client.close()
-
-
-async def drive(pipe: OllamaPipe, prompt: Any, mode: Mode) -> Any:
-    if mode == "run":
-        return await anyio.to_thread.run_sync(pipe.run, prompt)
-    return await pipe.arun(prompt)
-
-
-def assert_channel_matches(chunks: list[str], result: Any) -> None:
-    split = ReasoningStream.split("".join(chunks), lossless=True)
-    assert (split.reasoning, split.text) == (result.model_reasoning, result.text)
 
 
 TIMINGS = {

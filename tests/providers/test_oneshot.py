@@ -17,12 +17,10 @@ from typing import Any
 
 import anthropic
 import anyio
-import boto3
 import httpx
 import ollama
 import openai
 import pytest
-from botocore.config import Config
 
 from reasoning_stream import PipeResult, ProviderError, ReasoningStream, UsageError
 from reasoning_stream.providers import (
@@ -34,9 +32,10 @@ from reasoning_stream.providers import (
     OpenAIResponsesPipe,
     OpenRouterPipe,
 )
-from reasoning_stream.providers._driver import ProviderPipe
+from reasoning_stream.providers._pipe import ProviderPipe
 from reasoning_stream.testing._wire import RecordedRequest, Transcript, WireServer
 from tests.providers import oneshot_content as content
+from tests.providers.conftest import bedrock_client, flavour_backend
 from tests.providers.oneshot_content import Answer
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
@@ -44,16 +43,8 @@ GEMINI = "gemini-3-pro-preview"
 CLAUDE = "anthropic.claude-sonnet-4-6"
 R1 = "deepseek.r1-v1:0"
 
-
-@pytest.fixture(params=["sync", "asyncio", "trio"])
-def flavour(request: pytest.FixtureRequest) -> str:
-    """``sync`` drives run(); the others arun() on that event loop."""
-    return str(request.param)
-
-
-@pytest.fixture
-def anyio_backend(flavour: str) -> str:
-    return "trio" if flavour == "trio" else "asyncio"
+anyio_backend = flavour_backend
+"""Each flavour's event loop, under the name the anyio plugin asks for."""
 
 
 @dataclass
@@ -341,14 +332,7 @@ async def test_ollama_inline_tags_that_start_inside_reasoning(flavour: str) -> N
 
 def bedrock(model: str, api: str) -> Build:
     def build(url: str, stream: bool, asynchronous: bool) -> ProviderPipe:
-        client = boto3.client(
-            "bedrock-runtime",
-            region_name="us-east-1",
-            endpoint_url=url,
-            aws_access_key_id="x",
-            aws_secret_access_key="x",
-            config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
-        )
+        client = bedrock_client(url)
         return BedrockPipe(model, client=client, api=api, stream=stream)  # type: ignore[arg-type]
 
     return build

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from reasoning_stream import (
     Finish,
-    PipeResult,
     ProviderError,
     ReasoningDelta,
     ReasoningStream,
@@ -29,11 +28,12 @@ from reasoning_stream import (
     UsageError,
     UsageReport,
 )
-from reasoning_stream._history import HistoryTurn
+from reasoning_stream._turns import HistoryTurn
 from reasoning_stream.providers import OpenAIChatPipe
 from reasoning_stream.providers.openai_chat import OpenAIChatTranslator, starts_in_reasoning
-from reasoning_stream.testing._wire import RecordedRequest, Reply, Transcript, WireServer
+from reasoning_stream.testing._wire import Reply, Transcript, WireServer
 from tests.helpers import coalesce, examples
+from tests.providers.conftest import Served, assert_channel_matches, drive, serve
 
 OPEN = ReasoningStream.OPEN_TAG
 CLOSE = ReasoningStream.CLOSE_TAG
@@ -46,46 +46,6 @@ MODES: tuple[Mode, ...] = ("sdk-run", "sdk-arun", "httpx-run", "httpx-arun")
 def mode(request: pytest.FixtureRequest) -> Mode:
     """The transport (openai SDK or httpx) and the driver (``run()`` in a thread or ``arun()``)."""
     return request.param  # type: ignore[no-any-return]
-
-
-@pytest.fixture(scope="module")
-def wire() -> Iterator[WireServer]:
-    """One loopback server for the module; each test gets its own path prefix on it."""
-    with WireServer() as server:
-        yield server
-
-
-_prefixes = itertools.count()
-
-
-@dataclass(frozen=True)
-class Served:
-    """The replies of one test, under a path prefix of the shared server."""
-
-    server: WireServer
-    prefix: str
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.server.url}{self.prefix}/v1"
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        return [r for r in self.server.requests if r.path.startswith(self.prefix + "/")]
-
-
-def serve(server: WireServer, *replies: str | Transcript | Reply, **options: Any) -> Served:
-    """Queue ``replies`` (transcript names, transcripts or replies) under a fresh prefix."""
-    prefix = f"/case{next(_prefixes)}"
-    for item in replies:
-        reply = item if isinstance(item, Reply) else Reply(_transcript(item), **options)
-        transcript = replace(reply.transcript, path=prefix + reply.transcript.path)
-        server.add(replace(reply, transcript=transcript))
-    return Served(server, prefix)
-
-
-def _transcript(item: str | Transcript) -> Transcript:
-    return Transcript.load(item) if isinstance(item, str) else item
 
 
 @asynccontextmanager
@@ -137,18 +97,6 @@ async def served(
     site = serve(wire, *replies)
     async with clients(mode, site.base_url) as options:
         yield site, options
-
-
-async def drive(pipe: OpenAIChatPipe, prompt: Any, mode: Mode) -> PipeResult:
-    if mode.endswith("-run"):
-        return await anyio.to_thread.run_sync(pipe.run, prompt)
-    return await pipe.arun(prompt)
-
-
-def assert_channel_matches(chunks: Sequence[str], result: Any) -> None:
-    split = ReasoningStream.split("".join(chunks), lossless=True)
-    assert (split.reasoning, split.text) == (result.model_reasoning, result.text)
-    assert not split.truncated
 
 
 # ------------------------------------------------------------------------- the core cases

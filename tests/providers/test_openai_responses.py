@@ -26,9 +26,9 @@ from reasoning_stream import (
     UsageError,
     UsageReport,
 )
-from reasoning_stream._history import HistoryTurn
 from reasoning_stream._messages import strip_inert_keys
 from reasoning_stream._pipe import PipeResult
+from reasoning_stream._turns import HistoryTurn
 from reasoning_stream.providers import OpenAIResponsesPipe
 from reasoning_stream.providers.openai_responses import OpenAIResponsesTranslator
 from reasoning_stream.testing._wire import Reply, Transcript, WireServer

@@ -6,42 +6,27 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import httpx
 import openai
 import pytest
 
-from reasoning_stream import PipeResult, ProviderError, ReasoningStream, ToolCall, Usage, UsageError
+from reasoning_stream import ProviderError, ReasoningStream, ToolCall, Usage, UsageError
 from reasoning_stream._exceptions import MalformedStreamError
-from reasoning_stream._history import HistoryTurn
+from reasoning_stream._turns import HistoryTurn
 from reasoning_stream.providers import OpenRouterPipe
 from reasoning_stream.providers._errors import retry_after_seconds
 from reasoning_stream.testing._wire import Reply, Transcript, WireServer
-from tests.providers.test_openai_chat import Served, assert_channel_matches, serve
+from tests.providers.conftest import Mode, Served, assert_channel_matches, drive, serve
 
 OPEN = ReasoningStream.OPEN_TAG
 CLOSE = ReasoningStream.CLOSE_TAG
 ROUTE = "/api/v1/chat/completions"
-
-Mode = Literal["run", "arun"]
-
-
-@pytest.fixture(params=["run", "arun"])
-def mode(request: pytest.FixtureRequest) -> Mode:
-    """``run()`` (httpx.Client, in a worker thread) or ``arun()`` (httpx.AsyncClient)."""
-    return request.param  # type: ignore[no-any-return]
-
-
-@pytest.fixture(scope="module")
-def wire() -> Iterator[WireServer]:
-    """One loopback server for the module; each test gets its own path prefix on it."""
-    with WireServer() as server:
-        yield server
 
 
 def root(site: Served) -> str:
@@ -61,12 +46,6 @@ async def served(
     else:
         async with httpx.AsyncClient(verify=False) as async_client:
             yield site, {**options, "client": async_client}
-
-
-async def drive(pipe: OpenRouterPipe, prompt: Any, mode: Mode) -> PipeResult:
-    if mode == "run":
-        return await anyio.to_thread.run_sync(pipe.run, prompt)
-    return await pipe.arun(prompt)
 
 
 class _History:

@@ -18,7 +18,7 @@ from reasoning_stream.providers import (
     OpenAIResponsesPipe,
     OpenRouterPipe,
 )
-from reasoning_stream.providers._driver import ProviderPipe
+from reasoning_stream.providers._pipe import ProviderPipe
 from reasoning_stream.testing import Transcript, WireServer
 
 

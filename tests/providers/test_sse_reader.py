@@ -25,13 +25,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from reasoning_stream.providers._transports import (
+    HttpCall,
+    NDJSONDecoder,
+    SSEJsonDecoder,
     SSEReader,
-    _ndjson_lines,
-    aiter_ndjson,
-    aiter_sse_json,
-    iter_ndjson,
-    iter_sse_json,
 )
+from reasoning_stream.providers._transports.ndjson import ndjson_lines
 from reasoning_stream.testing import Reply, WireServer
 from tests.helpers import examples
 from tests.reliability import RawTranscript
@@ -193,6 +192,65 @@ def test_long_event_in_many_pieces_is_read_once() -> None:
     assert read(pieces) == [("message", payload.decode())]
 
 
+# ------------------------------------------------- the pure SSE JSON decoder and [DONE]
+
+
+def _data(provider: str, data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def decoded(pieces: list[bytes], **decoding: Any) -> list[Any]:
+    """What the read loops take from an ``SSEJsonDecoder`` fed ``pieces``."""
+    decoder = SSEJsonDecoder("law", **decoding)
+    out: list[Any] = []
+    for piece in pieces:
+        out += decoder.feed(piece)
+        if decoder.stopped:
+            break
+    else:
+        out += decoder.finish()
+    decoder.check()
+    return out
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.one_of(server_pieces(), BODIES.map(lambda body: [body])), st.data())
+@example([b"data: [DONE]\n\n", b"data: x\n\n"], None)
+@example([b"data: a\n\ndata: [DONE]\n\ndata: b\n\n"], None)
+def test_the_decoder_gives_httpx_sses_events_until_done(pieces: list[bytes], data: Any) -> None:
+    """Fed any pieces, the pure decoder gives the data of httpx-sse's events before the first
+    ``[DONE]``, through ``decode`` (its short way for a whole event) and ``decode_event``
+    (which sees names too) alike."""
+    if data is not None and data.draw(st.booleans()):
+        pieces = cut(b"".join(pieces), data)
+    expected = until_done(oracle([b"".join(pieces)] if pieces else []))
+    assert decoded(pieces, decode_event=_named) == expected
+    assert decoded(pieces, decode=_data) == [text for _, text in expected]
+
+
+def _strict(provider: str, data: bytes) -> bytes:
+    if data == b"bad":
+        raise ValueError("bad payload")
+    return data
+
+
+def test_a_payload_that_fails_comes_after_the_chunks_before_it() -> None:
+    """The chunks a piece completes before a payload that fails still come out; the error
+    follows them (``check()``), and the stream stops there."""
+    decoder = SSEJsonDecoder("law", decode=_strict)
+    assert decoder.feed(b"data: a\n\ndata: bad\n\ndata: c\n\n") == [b"a"]
+    assert decoder.stopped
+    with pytest.raises(ValueError, match="bad payload"):
+        decoder.check()
+    lines = NDJSONDecoder("law", decode=_strict)
+    assert lines.feed(b"a\nbad\nc\n") == [b"a"]
+    assert lines.stopped
+    with pytest.raises(ValueError, match="bad payload"):
+        lines.check()
+    with pytest.raises(ValueError, match="bad payload"):
+        SSEJsonDecoder("law", decode=_strict).feed(b"data: bad\n\n")
+
+
 # ------------------------------------------------------------------------ NDJSON lines
 
 LINE_ATOMS = st.sampled_from(["\n", "\r\n", "\r", " ", "\t", "\u2028", "\x85", "{}", '{"a": 1}'])
@@ -211,7 +269,7 @@ def test_ndjson_lines_are_the_whole_bodys_lines_for_any_chunking(body: bytes, da
     line, and so does a malformed sequence."""
     pieces = cut(body, data) if data is not None else [body[i : i + 1] for i in range(len(body))]
     expected = [line for line in body.split(b"\n") if line.strip(b" \t\r\n")]
-    assert list(_ndjson_lines(pieces)) == expected
+    assert list(ndjson_lines(pieces)) == expected
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -220,14 +278,14 @@ def test_ndjson_lines_are_the_lines_of_the_text(text: str, data: Any) -> None:
     """The same law stated on the text an ``iter_text`` reader would cut: its lines at ``\\n``."""
     pieces = cut(text.encode("utf-8"), data)
     expected = [line for line in "".join(iter_text(pieces)).split("\n") if line.strip(" \t\r\n")]
-    assert [line.decode("utf-8") for line in _ndjson_lines(pieces)] == expected
+    assert [line.decode("utf-8") for line in ndjson_lines(pieces)] == expected
 
 
 # ------------------------------------------------- the transports' own loops, over a socket
 #
-# iter_sse_json and iter_ndjson (and their async twins) take each piece's short way
-# themselves; these laws serve any body, cut anywhere, from a real loopback server and read it
-# through them, against the oracle's reading of the whole body.
+# The lean read loops (an HttpCall's read and aread, over SSE or NDJSON) take each piece's
+# short way themselves; these laws serve any body, cut anywhere, from a real loopback server
+# and read it through them, against the oracle's reading of the whole body.
 
 _routes = itertools.count()
 
@@ -264,15 +322,13 @@ def _line(provider: str, line: bytes) -> bytes:
 
 async def _aread_sse(url: str) -> list[Any]:
     async with httpx.AsyncClient() as client:
-        stream = aiter_sse_json(
-            client, url, body={}, headers={}, provider="law", decode_event=_named
-        )
+        stream = HttpCall(url, {}, {}, "law", decode_event=_named).aread(client)
         return [event async for event in stream]
 
 
 async def _aread_ndjson(url: str) -> list[Any]:
     async with httpx.AsyncClient() as client:
-        stream = aiter_ndjson(client, url, body={}, headers={}, provider="law", decode=_line)
+        stream = HttpCall(url, {}, {}, "law", framing="ndjson", decode=_line).aread(client)
         return [line async for line in stream]
 
 
@@ -290,9 +346,7 @@ def test_the_sse_transport_reads_any_body_as_httpx_sse(
     expected = until_done(oracle([b"".join(pieces)] if pieces else []))
     url = served(server, pieces, "text/event-stream")
     with httpx.Client() as client:
-        stream = iter_sse_json(
-            client, url, body={}, headers={}, provider="law", decode_event=_named
-        )
+        stream = HttpCall(url, {}, {}, "law", decode_event=_named).read(client)
         assert list(stream) == expected
     url = served(server, pieces, "text/event-stream")
     assert anyio.run(_aread_sse, url) == expected
@@ -316,7 +370,7 @@ def test_the_ndjson_transport_cuts_any_body_at_newlines(
     expected = [line for line in b"".join(pieces).split(b"\n") if line.strip(b" \t\r\n")]
     url = served(server, pieces, "application/x-ndjson")
     with httpx.Client() as client:
-        stream = iter_ndjson(client, url, body={}, headers={}, provider="law", decode=_line)
+        stream = HttpCall(url, {}, {}, "law", framing="ndjson", decode=_line).read(client)
         assert list(stream) == expected
     url = served(server, pieces, "application/x-ndjson")
     assert anyio.run(_aread_ndjson, url) == expected

@@ -50,7 +50,7 @@ from reasoning_stream.providers import (
     OpenAIResponsesPipe,
     OpenRouterPipe,
 )
-from reasoning_stream.providers._driver import ProviderPipe
+from reasoning_stream.providers._pipe import ProviderPipe
 from reasoning_stream.providers._spec import provider_ids
 from reasoning_stream.testing import Reply, Transcript, WireServer
 

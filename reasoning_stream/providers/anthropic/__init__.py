@@ -18,7 +18,7 @@ import httpx
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ...conversation._policy import PassbackPolicy
-from .._driver import EndpointOptions, ProviderPipe, require
+from .._clients import require
 from .._errors import (
     build_error,
     caused_by_status,
@@ -26,25 +26,9 @@ from .._errors import (
     provider_error,
     retry_after_seconds,
 )
-from .._oneshot import apost_json, post_json
+from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import (
-    SKIP,
-    AsyncSource,
-    Source,
-    aiter_sse_json,
-    asdk_source,
-    asse_source,
-    check_lean_client,
-    decode_json,
-    iter_sse_json,
-    lean_client,
-    lean_endpoint,
-    lean_url,
-    payload_text,
-    sdk_source,
-    sse_source,
-)
+from .._transports import SKIP, Call, HttpCall, SdkCall, decode_json, payload_text
 from . import request
 from .effort import PLANNER, keeps_earlier_thinking
 from .request import INTERLEAVED_BETA, convert_turns, needs_interleaved_beta
@@ -104,6 +88,7 @@ class AnthropicPipe(ProviderPipe):
     extra = "anthropic"
     sdk: ClassVar[str | None] = "anthropic"
     client_methods: ClassVar[tuple[str, ...]] = ("messages.create",)
+    client_classes: ClassVar[tuple[str, str] | None] = ("Anthropic", "AsyncAnthropic")
     client_hint: ClassVar[str] = "an anthropic.Anthropic or anthropic.AsyncAnthropic client"
 
     def __init__(
@@ -118,7 +103,7 @@ class AnthropicPipe(ProviderPipe):
     ) -> None:
         super().__init__(model, **options)
         self.transport = transport
-        self._set_lean_client(http_client)
+        self.take_http_client(transport, http_client, sdk="an anthropic.Anthropic client")
         if max_tokens is not None and max_tokens < 1:
             raise UsageError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.max_tokens = max_tokens
@@ -182,22 +167,6 @@ class AnthropicPipe(ProviderPipe):
             return {"anthropic-beta": INTERLEAVED_BETA}
         return {}
 
-    def _create_arguments(self, prompt: Prompt | Any) -> dict[str, Any]:
-        body = self.build_request(prompt)
-        self.log_request("/v1/messages", body)
-        headers = self.request_headers(body)
-        arguments: dict[str, Any] = {name: body.pop(name) for name in _NAMED_ARGUMENTS}
-        arguments["stream"] = True
-        if headers:
-            arguments["extra_headers"] = headers
-        # Every other field rides in extra_body, so fields this SDK version does not name
-        # (or names differently) still reach the server exactly as built.
-        if body:
-            arguments["extra_body"] = body
-        if self.timeout is not None:
-            arguments["timeout"] = self.timeout
-        return arguments
-
     # -------------------------------------------------------------------------- clients
 
     def is_async_client(self, client: Any) -> bool:
@@ -207,101 +176,67 @@ class AnthropicPipe(ProviderPipe):
         # They share no public base class, but every one of them has a coroutine close().
         return inspect.iscoroutinefunction(getattr(client, "close", None))
 
-    def build_client(self, *, asynchronous: bool) -> Any:
-        """``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic`` from the pipe's options.
-
-        With ``transport="httpx"``, an httpx client with the pipe's timeout.
-        """
-        if self.transport == "httpx":
-            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
-        anthropic = require("anthropic", self.extra)
-        cls = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-        return cls(**self._client_options())
-
     def translator(self) -> AnthropicTranslator:
         """A fresh translator for one message."""
         return AnthropicTranslator(
             provider=self.provider or PROVIDER, model=self.model or "", endpoint=self.endpoint
         )
 
-    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
-        """``messages.create(stream=True)`` with the sync client (or the lean transport)."""
-        if self.transport == "httpx":
-            return sse_source(iter_sse_json(client, **self._lean_request(client, prompt)))
-        return sdk_source(client.messages.create(**self._create_arguments(prompt)))
+    # ----------------------------------------------------------------------------- call
 
-    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
-        """``messages.create(stream=True)`` with the async client (or the lean transport)."""
-        if self.transport == "httpx":
-            return asse_source(aiter_sse_json(client, **self._lean_request(client, prompt)))
-        return asdk_source(await client.messages.create(**self._create_arguments(prompt)))
-
-    # ------------------------------------------------------------------ lean transport
-
-    def _set_lean_client(self, http_client: Any) -> None:
-        self.client = check_lean_client(
-            self.transport, self.client, http_client, sdk="an anthropic.Anthropic client"
-        )
-        self.endpoint = lean_endpoint(http_client, self.endpoint)
-
-    def _lean_request(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
-        """The lean transport's arguments: the SDK's URL, headers and body, as plain JSON."""
-        url = lean_url(
-            "v1/messages",
-            base=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
-            client_given=self.client is not None and bool(str(client.base_url)),
-            default=DEFAULT_BASE_URL,
-        )
-        headers = {"anthropic-version": API_VERSION, "accept": "application/json"}
-        key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
-        token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
-        if key:
-            headers["x-api-key"] = key
-        elif token:
-            headers["authorization"] = f"Bearer {token}"
+    def describe_call(self, client: Any, prompt: Prompt | Any, *, stream: bool) -> Call:
+        """``messages.create`` (with ``stream=True``, or one-shot without) on the SDK; with
+        ``transport="httpx"``, the SDK's URL, headers and body POSTed as plain JSON."""
         body = self.build_request(prompt)
         self.log_request("/v1/messages", body)
-        headers.update(self.request_headers(body))
-        body["stream"] = True
-        return {
-            "url": url,
-            "body": body,
-            "headers": headers,
-            "provider": self.provider or PROVIDER,
-            "status_error": _status_error,
-            "decode_event": _decode_event,
-        }
-
-    # ------------------------------------------------------------------------- one-shot
-
-    def _oneshot_arguments(self, prompt: Prompt | Any) -> dict[str, Any]:
-        arguments = self._create_arguments(prompt)
-        del arguments["stream"]
-        if "timeout" not in arguments:
+        headers = self.request_headers(body)
+        if self.transport == "httpx":
+            return self._lean_call(client, body, headers, stream=stream)
+        arguments: dict[str, Any] = {name: body.pop(name) for name in _NAMED_ARGUMENTS}
+        if stream:
+            arguments["stream"] = True
+        if headers:
+            arguments["extra_headers"] = headers
+        # Every other field rides in extra_body, so fields this SDK version does not name
+        # (or names differently) still reach the server exactly as built.
+        if body:
+            arguments["extra_body"] = body
+        if self.timeout is not None:
+            arguments["timeout"] = self.timeout
+        elif not stream:
             # The SDK refuses a non-streaming call whose max_tokens could outlast its default
             # timeout unless one is given; the pipe's own default is the SDK's ten minutes.
             arguments["timeout"] = _ONESHOT_TIMEOUT
-        return arguments
+        return SdkCall("messages.create", arguments)
 
-    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """``messages.create()`` without ``stream`` with the sync client; the ``Message``.
-
-        With ``transport="httpx"``, the same body POSTed with httpx; the message as a dict.
-        """
-        if self.transport == "httpx":
-            return post_json(client, **self._lean_oneshot(client, prompt))
-        return client.messages.create(**self._oneshot_arguments(prompt))
-
-    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """Async twin of :meth:`create_response`."""
-        if self.transport == "httpx":
-            return await apost_json(client, **self._lean_oneshot(client, prompt))
-        return await client.messages.create(**self._oneshot_arguments(prompt))
-
-    def _lean_oneshot(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
-        arguments = self._lean_request(client, prompt)
-        del arguments["body"]["stream"], arguments["decode_event"]
-        return arguments
+    def _lean_call(
+        self, client: Any, body: dict[str, Any], headers: dict[str, str], *, stream: bool
+    ) -> HttpCall:
+        """The lean transport's request: the SDK's URL, headers and body, as plain JSON."""
+        url = self.lean_url(
+            client,
+            "v1/messages",
+            base=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+            default=DEFAULT_BASE_URL,
+        )
+        sent = {"anthropic-version": API_VERSION, "accept": "application/json"}
+        key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
+        token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        if key:
+            sent["x-api-key"] = key
+        elif token:
+            sent["authorization"] = f"Bearer {token}"
+        sent.update(headers)
+        if stream:
+            body["stream"] = True
+        return HttpCall(
+            url,
+            body,
+            sent,
+            self.provider or PROVIDER,
+            status_error=_status_error,
+            decode_event=_decode if stream else None,
+        )
 
     # --------------------------------------------------------------------------- errors
 
@@ -324,7 +259,7 @@ class AnthropicPipe(ProviderPipe):
         return provider_error(self.provider or self.name, error, what=what)
 
 
-def _decode_event(provider: str, name: str, data: bytes) -> Any:
+def _decode(provider: str, name: str, data: bytes) -> Any:
     """One event of the lean transport, read as the SDK reads it.
 
     Pings and events without an ``event:`` name are passed by; an ``error`` event raises the

@@ -44,10 +44,11 @@ from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy
-from .._driver import PipeOptions, ProviderPipe, require
+from .._clients import require
 from .._errors import build_error, provider_error, retry_after_seconds
+from .._pipe import PipeOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import AsyncSource, Source, aevent_stream_source, event_stream_source
+from .._transports import Boto3Call, Call
 from ..anthropic.effort import keeps_earlier_thinking
 from ..anthropic.request import INTERLEAVED_BETA, needs_interleaved_beta, thinking_turned_off
 from . import request as bedrock_request
@@ -359,44 +360,19 @@ class BedrockPipe(ProviderPipe):
             tags=self.tags,
         )
 
-    def _open(self, client: Any, prompt: Prompt | Any) -> tuple[Any, str | None]:
-        """Send the request; the open event stream and the AWS request id (blocks)."""
+    def describe_call(self, client: Any, prompt: Prompt | Any, *, stream: bool) -> Call:
+        """``converse_stream`` / ``invoke_model_with_response_stream``, or one-shot
+        ``converse`` / ``invoke_model``. Read async, the stream is opened in a worker thread
+        and its body read in another (boto3 is sync only); the event loop decodes the frames."""
         request = self.build_request(prompt)
-        operation = "converse-stream" if self.api == "converse" else "invoke-with-response-stream"
-        self.log_request(f"/model/{self.model_id}/{operation}", request)
-        if self.api == "converse":
-            response = client.converse_stream(**request)
-            stream = response["stream"]
+        converse = self.api == "converse"
+        if stream:
+            method = "converse_stream" if converse else "invoke_model_with_response_stream"
+            operation = "converse-stream" if converse else "invoke-with-response-stream"
         else:
-            response = client.invoke_model_with_response_stream(**request)
-            stream = response["body"]
-        metadata = response.get("ResponseMetadata") or {}
-        return stream, metadata.get("RequestId") or None
-
-    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
-        """The event stream, read in this thread (the model's own id beats the request id)."""
-        return event_stream_source(*self._open(client, prompt))
-
-    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
-        """The event stream, opened in a worker thread and its body read in another (boto3 is
-        sync only); the event loop decodes the frames."""
-        return await aevent_stream_source(lambda: self._open(client, prompt))
-
-    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """``converse`` or ``invoke_model`` (non-streaming); boto3's response, body read."""
-        request = self.build_request(prompt)
-        self.log_request(f"/model/{self.model_id}/{self.api}", request)
-        if self.api == "converse":
-            return client.converse(**request)
-        response = dict(client.invoke_model(**request))
-        body: Any = response.get("body")
-        try:
-            response["body"] = body.read() if hasattr(body, "read") else body
-        finally:
-            close = getattr(body, "close", None)
-            if callable(close):
-                close()
-        return response
+            method, operation = ("converse" if converse else "invoke_model"), self.api
+        self.log_request(f"/model/{self.model_id}/{operation}", request)
+        return Boto3Call(method, request, body=not converse)
 
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map botocore and transport exceptions to ``ProviderError`` (code, message, status)."""

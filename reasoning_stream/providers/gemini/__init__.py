@@ -40,19 +40,10 @@ from ..._exceptions import ProviderError
 from ..._json import loads_utf8
 from ..._pipe import Pipe, Prompt
 from ...conversation._policy import PassbackPolicy
-from .._driver import EndpointOptions, ProviderPipe
 from .._errors import build_error, retry_after_seconds
-from .._oneshot import apost_json, post_json
+from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import (
-    AsyncSource,
-    Source,
-    aiter_sse_json,
-    asse_source,
-    iter_sse_json,
-    payload_text,
-    sse_source,
-)
+from .._transports import Call, HttpCall, payload_text
 from . import request
 from .effort import PLANNER
 from .translate import GeminiTranslator, error_object, gemini_error
@@ -232,75 +223,28 @@ class GeminiPipe(ProviderPipe):
         timeout = _DEFAULT_TIMEOUT if self.timeout is None else httpx.Timeout(self.timeout)
         return (httpx.AsyncClient if asynchronous else httpx.Client)(timeout=timeout)
 
-    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
-        """POST ``streamGenerateContent?alt=sse`` and read its events."""
-        body = self.build_request(prompt)
-        self.log_request(self.url, body)
-        return sse_source(
-            iter_sse_json(
-                client,
-                self.url,
-                body=body,
-                headers=self._headers(),
-                provider=self.provider or "gemini",
-                status_error=_status_error,
-                decode=_decode,
-            )
-        )
-
-    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
-        """Async twin of :meth:`open_stream`."""
-        body = self.build_request(prompt)
-        self.log_request(self.url, body)
-        return asse_source(
-            aiter_sse_json(
-                client,
-                self.url,
-                body=body,
-                headers=self._headers(),
-                provider=self.provider or "gemini",
-                status_error=_status_error,
-                decode=_decode,
-            )
-        )
-
-    # ------------------------------------------------------------------------- one-shot
-
-    def _logged(self, prompt: Prompt | Any) -> dict[str, Any]:
-        body = self.build_request(prompt)
-        self.log_request(self.oneshot_url, body)
-        return body
+    # ----------------------------------------------------------------------------- call
 
     @property
     def oneshot_url(self) -> str:
         """The ``:generateContent`` endpoint of the pipe's model (``stream=False``)."""
         return f"{self.base_url}/models/{self.model}:generateContent"
 
-    def _oneshot_headers(self) -> dict[str, str]:
+    def describe_call(self, client: Any, prompt: Prompt | Any, *, stream: bool) -> Call:
+        """POST ``streamGenerateContent?alt=sse``, or one-shot ``:generateContent``."""
+        url = self.url if stream else self.oneshot_url
+        body = self.build_request(prompt)
+        self.log_request(url, body)
         headers = self._headers()
-        headers["Accept"] = "application/json"
-        return headers
-
-    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """POST ``:generateContent``; the whole response object."""
-        return post_json(
-            client,
-            self.oneshot_url,
-            body=self._logged(prompt),
-            headers=self._oneshot_headers(),
-            provider=self.provider or "gemini",
+        if not stream:
+            headers["Accept"] = "application/json"
+        return HttpCall(
+            url,
+            body,
+            headers,
+            self.provider or "gemini",
             status_error=_status_error,
-        )
-
-    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """Async twin of :meth:`create_response`."""
-        return await apost_json(
-            client,
-            self.oneshot_url,
-            body=self._logged(prompt),
-            headers=self._oneshot_headers(),
-            provider=self.provider or "gemini",
-            status_error=_status_error,
+            decode=_decode,
         )
 
 

@@ -24,7 +24,7 @@ from ..._effort import merge_params
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ...conversation._policy import PassbackPolicy
-from .._driver import EndpointOptions, ProviderPipe, require
+from .._clients import require
 from .._errors import (
     build_error,
     caused_by_status,
@@ -32,19 +32,9 @@ from .._errors import (
     provider_error,
     retry_after_seconds,
 )
-from .._oneshot import apost_json, post_json
+from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import (
-    AsyncSource,
-    Source,
-    aiter_ndjson,
-    andjson_source,
-    check_lean_client,
-    decode_json,
-    iter_ndjson,
-    lean_client,
-    ndjson_source,
-)
+from .._transports import Call, HttpCall, SdkCall, decode_json
 from . import request
 from .effort import PLANNER
 from .translate import OllamaTranslator
@@ -99,6 +89,7 @@ class OllamaPipe(ProviderPipe):
     sync_client_hint: ClassVar[str] = "an ollama.Client"
     sdk: ClassVar[str | None] = "ollama"
     client_methods: ClassVar[tuple[str, ...]] = ("chat", "generate")
+    client_classes: ClassVar[tuple[str, str] | None] = ("Client", "AsyncClient")
     client_hint: ClassVar[str] = "an ollama.Client or ollama.AsyncClient"
 
     def __init__(
@@ -138,7 +129,7 @@ class OllamaPipe(ProviderPipe):
         # The scope of what this pipe's turns may get back is the server it really talks to:
         # a given client's own host, else base_url, $OLLAMA_HOST or the default.
         self.transport = transport
-        self.client = check_lean_client(transport, self.client, http_client, sdk="an ollama.Client")
+        self.take_http_client(transport, http_client, sdk="an ollama.Client")
         self.host = (
             self.base_url
             or _client_host(self.client)
@@ -191,17 +182,10 @@ class OllamaPipe(ProviderPipe):
             return isinstance(client, httpx.AsyncClient)
         return inspect.iscoroutinefunction(getattr(client, "chat", None))
 
-    def build_client(self, *, asynchronous: bool) -> Any:
-        """``ollama.Client`` or ``ollama.AsyncClient`` for ``host``, with the key as a bearer.
-
-        With ``transport="httpx"``, an httpx client with the pipe's timeout.
-        """
-        if self.transport == "httpx":
-            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
-        ollama = require("ollama", self.extra)
+    def _client_options(self) -> dict[str, Any]:
+        """``ollama.Client`` options: ``host``, the timeout and the key as a bearer."""
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
-        cls = ollama.AsyncClient if asynchronous else ollama.Client
-        return cls(host=self.host, timeout=self.timeout, headers=headers)
+        return {"host": self.host, "timeout": self.timeout, "headers": headers}
 
     def translator(self) -> OllamaTranslator:
         """A fresh translator for one response."""
@@ -215,66 +199,31 @@ class OllamaPipe(ProviderPipe):
             tags=self.tags,
         )
 
-    # ---------------------------------------------------------------------------- events
+    # ----------------------------------------------------------------------------- call
 
-    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
-        """The SDK's lazy NDJSON generator (the request goes out on the first read)."""
+    def describe_call(self, client: Any, prompt: Prompt | Any, *, stream: bool) -> Call:
+        """``client.chat`` / ``client.generate`` on the SDK (its lazy NDJSON generator when
+        streaming, ``"stream": false`` one-shot); with ``transport="httpx"``, the body the SDK
+        would send, POSTed to the same URL."""
         call = self.build_request(prompt)
         self.log_request(f"/api/{self.api}", call)
+        if not stream:
+            call["stream"] = False
         self.last_server_timings = None
-        if self.transport == "httpx":
-            return ndjson_source(iter_ndjson(client, **self._lean_request(call)))
-        return ndjson_source(getattr(client, self.api)(**call))
-
-    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
-        """Async twin of :meth:`open_stream`."""
-        call = self.build_request(prompt)
-        self.log_request(f"/api/{self.api}", call)
-        self.last_server_timings = None
-        if self.transport == "httpx":
-            return andjson_source(aiter_ndjson(client, **self._lean_request(call)))
-        return andjson_source(await getattr(client, self.api)(**call))
-
-    # ------------------------------------------------------------------ lean transport
-
-    def _lean_request(self, call: Mapping[str, Any]) -> dict[str, Any]:
-        """The lean transport's arguments: the SDK's URL, bearer key and JSON body."""
+        if self.transport == "sdk":
+            return SdkCall(self.api, call, generator=stream)
         headers = {"Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        return {
-            "url": f"{_host_root(self.host)}/api/{self.api}",
-            "body": _wire_body(call),
-            "headers": headers,
-            "provider": self.provider or self.name,
-            "status_error": _status_error,
-            "decode": _decode,
-        }
-
-    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """The SDK call with ``"stream": false``; the one reply."""
-        call = self.build_request(prompt)
-        self.log_request(f"/api/{self.api}", call)
-        call["stream"] = False
-        self.last_server_timings = None
-        if self.transport == "httpx":
-            return post_json(client, **self._lean_oneshot(call))
-        return getattr(client, self.api)(**call)
-
-    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """Async twin of :meth:`create_response`."""
-        call = self.build_request(prompt)
-        self.log_request(f"/api/{self.api}", call)
-        call["stream"] = False
-        self.last_server_timings = None
-        if self.transport == "httpx":
-            return await apost_json(client, **self._lean_oneshot(call))
-        return await getattr(client, self.api)(**call)
-
-    def _lean_oneshot(self, call: Mapping[str, Any]) -> dict[str, Any]:
-        arguments = self._lean_request(call)
-        del arguments["decode"]
-        return arguments
+        return HttpCall(
+            f"{_host_root(self.host)}/api/{self.api}",
+            _wire_body(call),
+            headers,
+            self.provider or self.name,
+            framing="ndjson",
+            status_error=_status_error,
+            decode=_decode,
+        )
 
     def stream_ended(self, translator: Any) -> None:
         """Keep the server's timings of the stream that ended."""

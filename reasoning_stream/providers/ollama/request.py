@@ -13,7 +13,7 @@ from typing import Any
 from ..._exceptions import UsageError
 from ..._turns import HistoryTurn
 from ...conversation._history import tool_call_arguments
-from .._driver import require
+from .._clients import require
 from .translate import text_of
 
 __all__ = ["accepted_keywords", "chat_messages", "content_text", "generate_prompt"]

@@ -23,20 +23,10 @@ from ..._pipe import Pipe, Prompt
 from ..._tags import DEFAULT_TAGS, grammar_for
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy, ReasoningPassback
-from .._driver import EndpointOptions, ProviderPipe, require
-from .._oneshot import apost_json, post_json
+from .._clients import require
+from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import (
-    AsyncSource,
-    Source,
-    aiter_sse_json,
-    asdk_source,
-    asse_source,
-    iter_sse_json,
-    lean_client,
-    sdk_source,
-    sse_source,
-)
+from .._transports import Call, HttpCall, SdkCall
 from . import request
 from .effort import PLANNER
 from .translate import REASONING_FIELDS, InlineTags, OpenAIChatTranslator, starts_in_reasoning
@@ -99,7 +89,7 @@ class OpenAIChatPipe(ProviderPipe):
         timeout: seconds, for clients the pipe builds and for each request.
 
     The other keywords (``api_key``, ``name``, ``reasoning``, ...) are
-    :class:`~reasoning_stream.providers._driver.ProviderPipe`'s.
+    :class:`~reasoning_stream.providers._pipe.ProviderPipe`'s.
 
     >>> pipe = OpenAIChatPipe("deepseek-reasoner", base_url="https://api.deepseek.com/v1")
     >>> pipe.set_streaming_callback(print).run("Why is the sky blue?")  # doctest: +SKIP
@@ -111,6 +101,7 @@ class OpenAIChatPipe(ProviderPipe):
     sync_client_hint: ClassVar[str] = "a sync one (openai.OpenAI / httpx.Client)"
     sdk: ClassVar[str | None] = "openai"
     client_methods: ClassVar[tuple[str, ...]] = ("chat.completions.create",)
+    client_classes: ClassVar[tuple[str, str] | None] = ("OpenAI", "AsyncOpenAI")
     client_hint: ClassVar[str] = (
         "an openai.OpenAI or openai.AsyncOpenAI client (or, with transport='httpx', an "
         "httpx.Client or httpx.AsyncClient)"
@@ -138,11 +129,10 @@ class OpenAIChatPipe(ProviderPipe):
         **options: Unpack[EndpointOptions],
     ) -> None:
         super().__init__(model, **options)
-        if transport not in ("sdk", "httpx"):
-            raise UsageError(f"transport must be 'sdk' or 'httpx', got {transport!r}")
+        self.transport = transport
+        self.take_http_client(transport, http_client, sdk="an openai client")
         if inline_tags not in ("auto", True, False):
             raise UsageError(f"inline_tags must be 'auto', True or False, got {inline_tags!r}")
-        self.transport = transport
         self.inline_tags: InlineTags = inline_tags
         self.tags: tuple[str, ...] | None = (
             _default_tags(model)
@@ -157,28 +147,6 @@ class OpenAIChatPipe(ProviderPipe):
         )
         self.include_usage = include_usage
         self.send_reasoning_back = send_reasoning_back
-        given = [c for c in (self.client, http_client) if c is not None]
-        if len(given) > 1:
-            raise UsageError("give client= or http_client=, not both")
-        if transport == "sdk" and http_client is not None:
-            raise UsageError(
-                "http_client= is for transport='httpx'; with the SDK pass "
-                "client=openai.OpenAI(http_client=...) instead"
-            )
-        if (
-            transport == "httpx"
-            and given
-            and not isinstance(given[0], (httpx.Client, httpx.AsyncClient))
-        ):
-            raise UsageError(
-                "transport='httpx' needs an httpx.Client or httpx.AsyncClient, got "
-                f"{type(given[0]).__name__}; pass it as http_client=, or use "
-                "transport='sdk' with an openai client"
-            )
-        if http_client is not None:
-            self.client = http_client
-            if self.endpoint is None:
-                self.endpoint = str(http_client.base_url).rstrip("/") or None
 
     # ------------------------------------------------------------------------ configuration
 
@@ -239,96 +207,34 @@ class OpenAIChatPipe(ProviderPipe):
         """``openai.AsyncOpenAI`` (and subclasses) or ``httpx.AsyncClient``."""
         return _is_async_client(client)
 
-    def build_client(self, *, asynchronous: bool) -> Any:
-        """An httpx client for ``transport="httpx"``, else the openai SDK's client."""
-        if self.transport == "httpx":
-            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
-        openai = require("openai", self.extra)
-        cls = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-        return cls(**self._client_options())
-
-    def _url(self, client: httpx.Client | httpx.AsyncClient) -> str:
-        if self.base_url is not None:
-            return f"{self.base_url}/chat/completions"
-        if self.client is not None and str(client.base_url):
-            return "chat/completions"
-        return f"{self.default_base_url}/chat/completions"
-
     def _headers(self) -> dict[str, str]:
         key = self._api_key
         if key is None and self.client is None:
             key = os.environ.get(self.api_key_env)
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    # ------------------------------------------------------------------------------ streams
+    # -------------------------------------------------------------------------------- call
 
-    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
-        """POST the request with the SDK or httpx; the stream of chunks."""
+    def describe_call(self, client: Any, prompt: Prompt | Any, *, stream: bool) -> Call:
+        """``chat.completions.create`` with the SDK, or a POST of the same body with httpx.
+
+        One-shot: no ``stream`` and no ``stream_options``.
+        """
         body = self.build_request(prompt)
+        if not stream:
+            body = request.oneshot_body(body)
         self.log_request("/chat/completions", body)
         if self.transport == "httpx":
-            return sse_source(
-                iter_sse_json(
-                    client,
-                    self._url(client),
-                    body=body,
-                    headers=self._headers(),
-                    provider=self.provider or self.name,
-                )
+            url = self.lean_url(
+                client, "chat/completions", base=self.base_url, default=self.default_base_url
             )
-        return sdk_source(
-            client.chat.completions.create(**request.sdk_arguments(body, self.timeout))
+            return HttpCall(url, body, self._headers(), self.provider or self.name)
+        arguments = (
+            request.sdk_arguments(body, self.timeout)
+            if stream
+            else request.oneshot_sdk_arguments(body, self.timeout)
         )
-
-    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
-        """Async twin of :meth:`open_stream`."""
-        body = self.build_request(prompt)
-        self.log_request("/chat/completions", body)
-        if self.transport == "httpx":
-            return asse_source(
-                aiter_sse_json(
-                    client,
-                    self._url(client),
-                    body=body,
-                    headers=self._headers(),
-                    provider=self.provider or self.name,
-                )
-            )
-        stream = await client.chat.completions.create(**request.sdk_arguments(body, self.timeout))
-        return asdk_source(stream)
-
-    # ----------------------------------------------------------------------------- one-shot
-
-    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """One non-streaming request (no ``stream``, no ``stream_options``); the completion."""
-        body = request.oneshot_body(self.build_request(prompt))
-        self.log_request("/chat/completions", body)
-        if self.transport == "httpx":
-            return post_json(
-                client,
-                self._url(client),
-                body=body,
-                headers=self._headers(),
-                provider=self.provider or self.name,
-            )
-        return client.chat.completions.create(**request.oneshot_sdk_arguments(body, self.timeout))
-
-    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """Async twin of :meth:`create_response`."""
-        body = request.oneshot_body(self.build_request(prompt))
-        self.log_request("/chat/completions", body)
-        if self.transport == "httpx":
-            return await apost_json(
-                client,
-                self._url(client),
-                body=body,
-                headers=self._headers(),
-                provider=self.provider or self.name,
-            )
-        arguments = request.oneshot_sdk_arguments(body, self.timeout)
-        return await client.chat.completions.create(**arguments)
-
-    # ------------------------------------------------------------------------------- errors
+        return SdkCall("chat.completions.create", arguments)
 
 
 def _passback(model: str | None) -> PassbackPolicy:

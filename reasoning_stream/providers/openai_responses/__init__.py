@@ -19,25 +19,11 @@ from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy
-from .._driver import EndpointOptions, ProviderPipe, require
+from .._clients import require
 from .._errors import build_error
-from .._oneshot import apost_json, post_json
+from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
-from .._transports import (
-    AsyncSource,
-    Source,
-    aiter_sse_json,
-    asdk_source,
-    asse_source,
-    check_lean_client,
-    decode_json,
-    iter_sse_json,
-    lean_client,
-    lean_endpoint,
-    lean_url,
-    sdk_source,
-    sse_source,
-)
+from .._transports import Call, HttpCall, SdkCall, decode_json
 from . import request
 from .effort import PLANNER
 from .translate import (
@@ -112,7 +98,7 @@ class OpenAIResponsesPipe(ProviderPipe):
     ) -> None:
         super().__init__(model, **options)
         self.transport = transport
-        self._set_lean_client(http_client)
+        self.take_http_client(transport, http_client, sdk="an openai.OpenAI client")
         self.store = store
         self.reasoning_summary = reasoning_summary
         self.instructions = instructions
@@ -245,7 +231,7 @@ class OpenAIResponsesPipe(ProviderPipe):
         With ``transport="httpx"``, an httpx client with the pipe's timeout.
         """
         if self.transport == "httpx":
-            return lean_client(asynchronous=asynchronous, timeout=self.timeout)
+            return super().build_client(asynchronous=asynchronous)
         openai = require("openai", self.extra)
         class_name = "AsyncOpenAI" if asynchronous else "OpenAI"
         try:
@@ -262,79 +248,24 @@ class OpenAIResponsesPipe(ProviderPipe):
             model=self.model or "", provider=self.provider or PROVIDER, endpoint=self.endpoint
         )
 
-    def open_stream(self, client: Any, prompt: Prompt | Any) -> Source:
-        """``responses.create(stream=True)`` with the sync client (or the lean transport)."""
+    def describe_call(self, client: Any, prompt: Prompt | Any, *, stream: bool) -> Call:
+        """``responses.create`` (``stream=True``, or one-shot without) on the SDK; with
+        ``transport="httpx"``, the SDK's URL, bearer key and body POSTed as plain JSON."""
+        body = self.build_request(prompt)
+        self.log_request("/responses", body)
+        if not stream:
+            body.pop("stream", None)
         if self.transport == "httpx":
-            return sse_source(iter_sse_json(client, **self._lean_request(client, prompt)))
-        body = self.build_request(prompt)
-        self.log_request("/responses", body)
-        create = client.responses.create
-        return sdk_source(create(**request.sdk_arguments(create, body)))
-
-    async def aopen_stream(self, client: Any, prompt: Prompt | Any) -> AsyncSource:
-        """``responses.create(stream=True)`` with the async client (or the lean transport)."""
-        if self.transport == "httpx":
-            return asse_source(aiter_sse_json(client, **self._lean_request(client, prompt)))
-        body = self.build_request(prompt)
-        self.log_request("/responses", body)
-        create = client.responses.create
-        return asdk_source(await create(**request.sdk_arguments(create, body)))
-
-    # ------------------------------------------------------------------ lean transport
-
-    def _set_lean_client(self, http_client: Any) -> None:
-        self.client = check_lean_client(
-            self.transport, self.client, http_client, sdk="an openai.OpenAI client"
-        )
-        self.endpoint = lean_endpoint(http_client, self.endpoint)
-
-    def _lean_request(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
-        """The lean transport's arguments: the SDK's URL, bearer key and body, as plain JSON."""
-        url = lean_url(
-            "responses",
-            base=self.base_url or os.environ.get("OPENAI_BASE_URL"),
-            client_given=self.client is not None and bool(str(client.base_url)),
-            default=DEFAULT_BASE_URL,
-        )
-        key = self._api_key or os.environ.get("OPENAI_API_KEY")
-        body = self.build_request(prompt)
-        self.log_request("/responses", body)
-        return {
-            "url": url,
-            "body": body,
-            "headers": {"Authorization": f"Bearer {key}"} if key else {},
-            "provider": self.provider or PROVIDER,
-            "decode": _decode,
-        }
-
-    def create_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """``responses.create()`` without ``stream`` with the sync client; the ``Response``.
-
-        With ``transport="httpx"``, the same body POSTed with httpx; the response as a dict.
-        """
-        if self.transport == "httpx":
-            return post_json(client, **self._lean_oneshot(client, prompt))
-        body = self.build_request(prompt)
-        self.log_request("/responses", body)
-        body.pop("stream", None)
-        create = client.responses.create
-        return create(**request.sdk_arguments(create, body))
-
-    async def acreate_response(self, client: Any, prompt: Prompt | Any) -> Any:
-        """Async twin of :meth:`create_response`."""
-        if self.transport == "httpx":
-            return await apost_json(client, **self._lean_oneshot(client, prompt))
-        body = self.build_request(prompt)
-        self.log_request("/responses", body)
-        body.pop("stream", None)
-        create = client.responses.create
-        return await create(**request.sdk_arguments(create, body))
-
-    def _lean_oneshot(self, client: Any, prompt: Prompt | Any) -> dict[str, Any]:
-        arguments = self._lean_request(client, prompt)
-        arguments["body"].pop("stream", None)
-        del arguments["decode"]
-        return arguments
+            url = self.lean_url(
+                client,
+                "responses",
+                base=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+                default=DEFAULT_BASE_URL,
+            )
+            key = self._api_key or os.environ.get("OPENAI_API_KEY")
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            return HttpCall(url, body, headers, self.provider or PROVIDER, decode=_decode)
+        return SdkCall("responses.create", request.sdk_arguments(client.responses.create, body))
 
 
 def _decode(provider: str, data: bytes) -> Any:

@@ -18,7 +18,7 @@ import httpx
 
 from ..._pipe import Pipe
 from ...conversation._policy import PassbackPolicy
-from .._driver import EndpointOptions
+from .._pipe import EndpointOptions
 from .._spec import ApiRoot, Demo, ProviderSpec
 from ..openai_chat import OpenAIChatPipe
 from ..openai_chat.translate import InlineTags

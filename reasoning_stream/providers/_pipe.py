@@ -1,0 +1,331 @@
+"""``ProviderPipe``: the options every provider pipe shares, and what they mean.
+
+A provider pipe is a model, a client or an endpoint, and request options. This module holds
+the constructor and what reads its options: the configuration checks run once construction
+ends, the effort knob (``reasoning=``) and its exhaustion retry (:mod:`._descent`), the
+history turns, secrets and error mapping. The loops are :mod:`._driver`'s, the clients
+:mod:`._clients`'; a provider package adds a translator and :meth:`~._driver.Driver.describe_call`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict
+from urllib.parse import urlsplit
+
+import httpx
+
+from .._callbacks import CallbackErrorHandler
+from .._capture import PipeResult
+from .._effort import (
+    Reasoning,
+    ReasoningPlan,
+    check_reasoning,
+    lower_plan,
+    merge_params,
+    plan_reasoning,
+    validate_reasoning,
+)
+from .._exceptions import ProviderError, UsageError
+from .._messages import strip_inert_keys
+from .._pipe import Prompt
+from .._turns import HistoryTurn
+from ..conversation._history import history_turns
+from ._descent import adescend, descend
+from ._driver import Driver
+from ._errors import provider_error, redact_exception_chain
+from ._spec import logger_for
+
+if TYPE_CHECKING:
+    from .._channel import Channel
+
+
+__all__ = ["EndpointOptions", "PipeOptions", "ProviderPipe"]
+
+
+class PipeOptions(TypedDict, total=False):
+    """Keywords every provider pipe takes (see :class:`ProviderPipe`)."""
+
+    extra_body: Mapping[str, Any] | None
+    timeout: float | None
+    name: str | None
+    escape_markers: bool
+    on_callback_error: CallbackErrorHandler | None
+    stream_model_reasoning: bool
+    reasoning: Reasoning
+    stream: bool
+
+
+class EndpointOptions(PipeOptions, total=False):
+    """:class:`PipeOptions` plus the client or the endpoint and key to build one."""
+
+    client: Any
+    base_url: str | None
+    api_key: str | None
+
+
+class _Validated(type):
+    """Runs a provider pipe's whole-configuration checks once, after its outermost ``__init__``.
+
+    Provider constructors are layered (``OpenRouterPipe`` -> ``OpenAIChatPipe`` ->
+    ``ProviderPipe``), and some checks need what the outer layers set (a transport, an
+    output limit): a misconfigured pipe fails at its construction, not at its first run.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        pipe = super().__call__(*args, **kwargs)
+        pipe.validate()
+        return pipe
+
+
+class ProviderPipe(Driver, metaclass=_Validated):
+    """Base of the provider pipes: a model, a client or an endpoint, and request options.
+
+    Args:
+        model: the provider's model id.
+        client: the SDK's sync or async client (:mod:`._clients` says which run uses what).
+        base_url: the API root the provider documents, to build a client.
+        api_key: the key for a client the pipe builds (never shown in errors or reprs).
+        extra_body: extra JSON fields merged into the request body.
+        timeout: seconds to wait for the server (connect and between reads).
+        reasoning: one reasoning-effort knob: ``None`` (the provider's default), ``False``,
+            ``True``, ``"low"``, ``"medium"``, ``"high"`` or a token budget (``int``), mapped
+            to the provider's native parameters (see :meth:`reasoning_plan`).
+        stream: ``True`` (the default) streams the answer; ``False`` makes one
+            non-streaming request the way the provider documents it, and gives the same
+            ``PipeResult`` and the same channel (one chunk per reasoning or text part).
+    """
+
+    provider: str | None = None
+    client_methods: ClassVar[tuple[str, ...]] = ()
+    """Dotted paths a given SDK client has (``"chat.completions.create"``): checked at
+    construction, so a client of another SDK is refused there."""
+    client_hint: ClassVar[str] = "the provider SDK's client"
+    """What ``client=`` takes, in words, for the error that refuses another object."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        name: str | None = None,
+        escape_markers: bool = True,
+        on_callback_error: CallbackErrorHandler | None = None,
+        stream_model_reasoning: bool = True,
+        reasoning: Reasoning = None,
+        stream: bool = True,
+    ) -> None:
+        _check_model(type(self).__name__, model)
+        validate_reasoning(reasoning)
+        if not isinstance(stream, bool):
+            raise UsageError(f"stream must be True or False, got {stream!r}")
+        self.reasoning: Reasoning = reasoning
+        self.stream: bool = stream
+        """``False``: one non-streaming request per run (see :meth:`create_response`)."""
+        super().__init__(
+            name=name,
+            escape_markers=escape_markers,
+            on_callback_error=on_callback_error,
+            stream_model_reasoning=stream_model_reasoning,
+        )
+        self.model = model
+        self.client = client
+        self.base_url = base_url.rstrip("/") if base_url else None
+        self._api_key = api_key
+        self.extra_body: dict[str, Any] = dict(extra_body or {})
+        self.timeout = timeout
+        self.endpoint = self.base_url
+        if self.endpoint is None and client is not None:
+            root = str(getattr(client, "base_url", None) or "").rstrip("/")
+            self.endpoint = root or None
+        self._built: Any = None
+        self._exhaustion_retries = 0
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, name={self.name!r})"
+
+    # ------------------------------------------------------------------------ validation
+
+    def validate(self) -> None:
+        """Refuse a configuration that cannot work; runs once, when construction ends.
+
+        A given ``client`` must be the SDK's client this pipe calls (or an httpx client on the
+        lean ``transport="httpx"``), and ``reasoning`` must be plannable for this provider and
+        model (``reasoning=0`` only turns Gemini budget models off). A subclass adds its own
+        checks by extending this method.
+        """
+        self._validate_client()
+        if self.reasoning is not None and self.provider is not None:
+            check_reasoning(
+                self.provider,
+                self.reasoning_model_id(),
+                self.reasoning,
+                max_tokens=self.reasoning_max_tokens(),
+            )
+
+    def _validate_client(self) -> None:
+        client = self.client
+        if client is None:
+            return
+        if getattr(self, "transport", "sdk") == "httpx":
+            if isinstance(client, httpx.Client | httpx.AsyncClient):
+                return
+            wanted = "an httpx.Client or httpx.AsyncClient (its transport is httpx)"
+        elif self.accepts_client(client):
+            return
+        else:
+            wanted = self.client_hint
+        raise UsageError(f"{self.name}: client= must be {wanted}; got {_described(client)}")
+
+    def accepts_client(self, client: Any) -> bool:
+        """Whether ``client`` has every method in :attr:`client_methods` (duck typing)."""
+        return all(callable(_attribute_path(client, path)) for path in self.client_methods)
+
+    # --------------------------------------------------------------------------- retries
+
+    def set_exhaustion_retry(self, attempts: int = 1) -> Self:
+        """Ask again with less thinking when the model spent its whole budget thinking.
+
+        When a run stops at the output limit with reasoning and no answer
+        (``result.reasoning_exhausted``) and no answer byte reached a callback, the pipe
+        sends the same request again, up to ``attempts`` times, each time with the next lower
+        effort plan (:meth:`lower_reasoning_plan`: ``"high"`` -> ``"medium"`` -> ``"low"``, a
+        budget halved; ``None`` and ``True`` start below the provider's default). It stops
+        when nothing lower changes the request. ``pipe.reasoning`` is restored after the run.
+
+        The reasoning already streamed stays in the channel, and the result keeps it: its
+        ``reasoning_segments`` hold every attempt's segments, its answer, opaque state,
+        status and response id are the last attempt's, its usage adds the attempts up.
+        Event callbacks see each attempt's ``Finish``. Off by default (``attempts=0``).
+        """
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+            raise ValueError(f"attempts must be a non-negative int, got {attempts!r}")
+        self._exhaustion_retries = attempts
+        return self
+
+    def lower_reasoning_plan(self) -> ReasoningPlan | None:
+        """The effort plan an exhaustion retry would use next, or ``None`` if nothing is lower.
+
+        Nothing is called; ``plan.reasoning`` is the setting, ``plan.params`` what it sends.
+        """
+        if self.provider is None:
+            return None
+        return lower_plan(
+            self.provider,
+            self.reasoning_model_id(),
+            self.reasoning,
+            max_tokens=self.reasoning_max_tokens(),
+        )
+
+    def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        if not self._exhaustion_retries:
+            return super()._attempts(channel, prompt)
+        return descend(self, lambda: super(ProviderPipe, self)._attempts(channel, prompt))
+
+    async def _aattempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
+        if not self._exhaustion_retries:
+            return await super()._aattempts(channel, prompt)
+        return await adescend(self, lambda: super(ProviderPipe, self)._aattempts(channel, prompt))
+
+    # ---------------------------------------------------------------------------- effort
+
+    def reasoning_plan(self) -> ReasoningPlan:
+        """The native parameters (and warnings) ``reasoning=`` becomes for this provider and model.
+
+        Nothing is called: this shows what the next request will carry.
+        """
+        return plan_reasoning(
+            self.provider or "",
+            self.reasoning_model_id(),
+            self.reasoning,
+            max_tokens=self.reasoning_max_tokens(),
+        )
+
+    def reasoning_model_id(self) -> str:
+        """The model id the effort table is keyed on."""
+        return self.model or ""
+
+    def reasoning_max_tokens(self) -> int | None:
+        """The output limit this pipe sends, which budget-based thinking must stay under."""
+        value = getattr(self, "max_tokens", None)
+        return value if isinstance(value, int) else None
+
+    def with_reasoning(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``request`` with the effort plan's parameters deep-merged in (before ``extra_body``)."""
+        if self.reasoning is None:
+            return request
+        return merge_params(request, self.reasoning_plan().params)
+
+    # --------------------------------------------------------------------------- history
+
+    def turns(self, prompt: Prompt | Any) -> list[HistoryTurn]:
+        """The history turns to send for ``prompt``."""
+        return history_turns(prompt, self)
+
+    def messages(self, prompt: Prompt | Any) -> list[dict[str, Any]]:
+        """The plain messages of ``prompt`` (inert keys removed), without any provider state."""
+        return [strip_inert_keys(turn.message) for turn in self.turns(prompt)]
+
+    # ---------------------------------------------------------------------------- logging
+
+    def log_request(self, path: str, body: Mapping[str, Any], method: str = "POST") -> None:
+        """One ``DEBUG`` line on the provider's logger per request: the method, the path
+        (``path`` may be a URL: never its host or query), the model and the body's keys,
+        never a value (messages, keys and opaque state stay out of logs)."""
+        log = logger_for(self.provider)
+        if log.isEnabledFor(logging.DEBUG):
+            where = urlsplit(path).path or path
+            log.debug("%s %s model=%s body keys=%s", method, where, self.model, sorted(body))
+
+    # --------------------------------------------------------------------------- errors
+
+    def secrets(self) -> list[str]:
+        """The credentials this pipe may send: never to appear in an error or a log line."""
+        candidates = [self._api_key, getattr(self.client, "api_key", None)]
+        candidates += [os.environ.get(name) for name in self.secret_env]
+        # Blanking a very short value would mangle ordinary words; real keys are long.
+        return [value for value in candidates if isinstance(value, str) and len(value) >= 8]
+
+    def redact_secrets(self, error: BaseException) -> None:
+        """Blank out this pipe's credentials wherever a server echoed them into ``error``.
+
+        Servers (Google's APIs, some proxies) quote a refused key back in the error body;
+        that text reaches the SDK's exception and ours. The chain (``__cause__`` and
+        ``__context__``) is rewritten in place: its messages, ``message`` and ``body``.
+        """
+        secrets = self.secrets()
+        if secrets:
+            redact_exception_chain(error, secrets)
+
+    def wrap_error(self, error: BaseException) -> ProviderError:
+        """Map an SDK or transport exception to ``ProviderError``."""
+        return provider_error(self.provider or self.name, error)
+
+
+def _check_model(pipe: str, model: object) -> None:
+    if not isinstance(model, str) or not model.strip():
+        raise UsageError(
+            f"{pipe} needs a model id: a non-empty str naming the provider's model; got "
+            f"{type(model).__name__}: {model!r}"
+        )
+
+
+def _attribute_path(obj: Any, path: str) -> Any:
+    for name in path.split("."):
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _described(client: object) -> str:
+    kind = type(client)
+    if kind.__module__ == "builtins":
+        return f"{kind.__name__} {client!r:.60}"
+    return f"{kind.__module__}.{kind.__qualname__}"
