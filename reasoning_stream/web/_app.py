@@ -12,8 +12,8 @@ import anyio.to_thread
 from anyio.abc import TaskStatus
 
 from .._exceptions import UsageError
-from .._history import check_prompt
 from .._pipe import Prompt
+from ..conversation._history import check_prompt
 from ..hub import (
     Hub,
     InvalidEntryIdError,
