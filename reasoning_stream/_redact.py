@@ -5,9 +5,11 @@ Pure, no imports from the package: error messages, logs and hub entries pass thr
 
 from __future__ import annotations
 
+import base64
 import re
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-__all__ = ["redact_url_credentials"]
+__all__ = ["redact_url_credentials", "split_url_credentials"]
 
 # ``scheme://`` then the authority up to its last ``@`` (a password may hold ``@``, and
 # ``:``), stopping at the path, query, fragment or whitespace.
@@ -23,3 +25,24 @@ def redact_url_credentials(text: str) -> str:
     'https://proxy.example/v1?q=a@b'
     """
     return _CREDENTIALS.sub(r"\1***@", text)
+
+
+def split_url_credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``user:password@``, and the ``Authorization`` header it stood for.
+
+    HTTP clients send a URL's credentials as Basic auth; sending that header instead keeps
+    the password out of every URL a client logs or quotes in an error. ``None`` when the URL
+    has no credentials.
+
+    >>> split_url_credentials("https://me:p%40ss@proxy.example:8443/v1")
+    ('https://proxy.example:8443/v1', 'Basic bWU6cEBzcw==')
+    >>> split_url_credentials("https://api.example/v1")
+    ('https://api.example/v1', None)
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
