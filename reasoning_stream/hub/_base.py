@@ -18,9 +18,10 @@ import anyio
 from anyio.abc import TaskStatus
 
 from .._events import Event
-from .._exceptions import ReasoningStreamError
+from .._exceptions import ReasoningStreamError, UsageError
 from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
+from .._unicode import is_clean
 
 if TYPE_CHECKING:
     from ._entry import Entry
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidEntryIdError",
     "PublishError",
     "Runnable",
+    "StreamExistsError",
     "StreamExpiredError",
     "StreamNotFoundError",
 ]
@@ -44,6 +46,14 @@ _CLOSING_TIMEOUT = 10.0
 
 class HubError(ReasoningStreamError):
     """A hub could not do what was asked; the subclasses say what."""
+
+
+class StreamExistsError(HubError, UsageError):
+    """A run was started on a stream id that is taken (running, finished, or ended as lost).
+
+    The claim of an id is atomic, in one process (a lock) and across processes (one Redis
+    script): of two runs started on one id at once, exactly one runs.
+    """
 
 
 class StreamNotFoundError(HubError, LookupError):
@@ -173,9 +183,10 @@ class Hub:
         """Run a pipe or pipeline synchronously, publishing its channel as ``stream_id``.
 
         Returns the run's result (a ``PipeResult``, or a ``PipelineResult`` for a pipeline).
-        Raises ``UsageError`` when ``stream_id`` exists already; the run's own errors come
-        through unchanged after the final entry is written; when the run succeeded but the hub
-        could not publish everything, :class:`PublishError` carries the result as ``.result``.
+        Raises :class:`StreamExistsError` (a ``UsageError``) when ``stream_id`` is taken; the
+        run's own errors come through unchanged after the final entry is written; when the run
+        succeeded but the hub could not publish everything, :class:`PublishError` carries the
+        result as ``.result``.
         """
         self.check_stream_id(stream_id)
         sink = self._open(stream_id)
@@ -223,8 +234,8 @@ class Hub:
         As :meth:`run`. A cancelled run still writes its final entry (with the cancelled
         status) before the cancellation goes on. ``task_status.started()`` is called once
         ``stream_id`` is claimed, so ``await task_group.start(hub.arun, stream_id, pipe,
-        prompt)`` returns when the run owns its id, and raises ``UsageError`` in the caller
-        when another run has it.
+        prompt)`` returns when the run owns its id, and raises :class:`StreamExistsError` in
+        the caller when another run has it.
         """
         self.check_stream_id(stream_id)
         sink = await self._aopen(stream_id)
@@ -252,12 +263,14 @@ _STREAM_ID = re.compile(r"[^\x00-\x20\x7f/]{1,200}")
 
 
 def _check_stream_id(stream_id: str) -> None:
-    from .._exceptions import UsageError
-
-    if not isinstance(stream_id, str) or not _STREAM_ID.fullmatch(stream_id):
+    if (
+        not isinstance(stream_id, str)
+        or not _STREAM_ID.fullmatch(stream_id)
+        or not is_clean(stream_id)
+    ):
         raise UsageError(
-            f"stream_id must be 1 to 200 printable characters without spaces or '/', "
-            f"got {stream_id!r}"
+            f"stream_id must be 1 to 200 printable characters without spaces, '/' or halves "
+            f"of UTF-16 pairs, got {stream_id!r}"
         )
 
 

@@ -18,6 +18,7 @@ from ..hub import (
     Hub,
     InvalidEntryIdError,
     Runnable,
+    StreamExistsError,
     StreamExpiredError,
     StreamNotFoundError,
 )
@@ -179,19 +180,21 @@ def create_app(
             return PlainTextResponse(str(error), 400)
 
         async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-            claimed = _Claimed(task_status)
+            claim = _Claim(task_status)
             try:
-                await hub.arun(stream_id, runnable, prompt, task_status=claimed)
+                await hub.arun(stream_id, runnable, prompt, task_status=claim)
             except Exception as error:
-                if not claimed.done:
-                    raise  # out of group.start: the id was taken
+                if not claim.claimed:
+                    raise  # to the POST: the id is taken (409)
                 # The reason is in the stream's final entry too; no traceback here: the
                 # reason says what failed, and the traceback's locals could hold secrets.
                 logger.warning("run %r failed: %s", stream_id, failure_reason(error))
 
         try:
+            # Returns once the hub claimed the id: a second POST of it, even before this
+            # run published anything, finds it taken.
             await group.start(run)
-        except UsageError as error:
+        except StreamExistsError as error:
             return PlainTextResponse(str(error), 409)
         return JSONResponse({"stream_id": stream_id, "url": f"/streams/{stream_id}"}, 202)
 
@@ -213,18 +216,6 @@ def create_app(
         # Outermost: a refused Host gets nothing else, not even a CORS answer.
         middleware.insert(0, Middleware(HostCheck, allowed_hosts=allowed_hosts))
     return Starlette(routes=route_list, middleware=middleware, lifespan=lifespan)
-
-
-class _Claimed:
-    """The ``task_status`` a web run reports through: remembers whether the id was claimed."""
-
-    def __init__(self, task_status: TaskStatus[None]) -> None:
-        self._task_status = task_status
-        self.done = False
-
-    def started(self, value: None = None) -> None:
-        self.done = True
-        self._task_status.started(value)
 
 
 KEEP_ALIVE = b": keep-alive\n\n"
@@ -287,6 +278,18 @@ class _KeepAlive:
         if failure is not None:
             raise failure
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _Claim:
+    """Passes ``started()`` on to a task status, remembering that the run claimed its id."""
+
+    def __init__(self, status: TaskStatus[None]) -> None:
+        self._status = status
+        self.claimed = False
+
+    def started(self, value: None = None) -> None:
+        self.claimed = True
+        self._status.started(value)
 
 
 async def _events(

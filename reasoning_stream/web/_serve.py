@@ -50,6 +50,7 @@ def demo_starter(delay: float = DEMO_DELAY) -> Iterator[Callable[[Prompt], Runna
             critic = build_demo_pipe("anthropic", "claude-sonnet-4-6", server.url, name="critic")
             return Pipeline(writer, critic)
 
+        start("")  # builds the pipes once now: their SDKs load before the first request
         yield start
 
 
