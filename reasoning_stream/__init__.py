@@ -10,15 +10,8 @@ reasoning and the answer from anything collected off that channel.
 'Hello!'
 """
 
-from ._effort import (
-    Reasoning,
-    ReasoningLevel,
-    ReasoningPlan,
-    ReasoningWarning,
-    effort_table,
-    plan_reasoning,
-)
-from ._effort import merge_params as merge_params
+from typing import TYPE_CHECKING, Any
+
 from ._events import (
     Event,
     Finish,
@@ -55,13 +48,60 @@ from ._stream import ReasoningStream, Split
 from ._tags import DEFAULT_TAGS
 from ._tags import Escaper as Escaper
 from ._tags import Scanner as Scanner
-from .conversation import (
-    Conversation,
-    GenerationRecord,
-    PassbackPolicy,
-    PassbackProblem,
-    TurnRecord,
-)
+
+if TYPE_CHECKING:
+    from ._effort import (
+        Reasoning,
+        ReasoningLevel,
+        ReasoningPlan,
+        ReasoningWarning,
+        effort_table,
+        plan_reasoning,
+    )
+    from ._effort import (
+        merge_params as merge_params,
+    )
+    from .conversation import (
+        Conversation,
+        GenerationRecord,
+        PassbackPolicy,
+        PassbackProblem,
+        TurnRecord,
+    )
+
+# Loaded on first use: the effort knob and the conversation container are a third of the
+# package's import time, and a pipe that streams needs neither (benchmarks/import_time.py).
+_LAZY = {
+    "Reasoning": "_effort",
+    "ReasoningLevel": "_effort",
+    "ReasoningPlan": "_effort",
+    "ReasoningWarning": "_effort",
+    "effort_table": "_effort",
+    "merge_params": "_effort",
+    "plan_reasoning": "_effort",
+    "Conversation": "conversation",
+    "GenerationRecord": "conversation",
+    "PassbackPolicy": "conversation",
+    "PassbackProblem": "conversation",
+    "TurnRecord": "conversation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a lazily exported name's module on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 # What users need. Escaper, Scanner and merge_params were listed here once: they stay importable
 # from the package (the "X as X" imports above) but belong to their modules; ReasoningStream's

@@ -67,3 +67,23 @@ def test_importing_the_package_imports_no_provider_part_and_no_json() -> None:
     ).stdout.split()
     assert not [name for name in loaded if name.startswith("reasoning_stream.providers")]
     assert not [name for name in loaded if name.split(".")[0] == "json"]
+
+
+def test_importing_the_package_leaves_the_slow_parts_for_first_use() -> None:
+    """asyncio, the effort knob and the conversation container load when first used, so a
+    streaming pipe's import stays small (benchmarks/import_time.py measures it)."""
+    code = "import sys, reasoning_stream; print(*sorted(sys.modules))"
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        ).stdout.split()
+    )
+    assert not loaded & {"asyncio", "reasoning_stream._effort", "reasoning_stream.conversation"}
+    used = subprocess.run(
+        [sys.executable, "-c", "from reasoning_stream import Conversation, Reasoning; print('ok')"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert used.stdout.strip() == "ok"
