@@ -84,13 +84,22 @@ def history_turns(prompt: Any, pipe: object) -> list[HistoryTurn]:
     return list(_scoped(prompt, pipe).turns)
 
 
+def _conversation_turns(prompt: Any, pipe: object, method: str) -> RequestTurns | None:
+    """``prompt.<method>(pipe, policy)`` (a conversation's) under the pipe's policy, resolved
+    here; ``None`` when ``prompt`` has no such method."""
+    turns = getattr(prompt, method, None)
+    if not callable(turns):
+        return None
+    policy = PassbackPolicy.for_pipe(pipe)
+    return RequestTurns(tuple(turns(pipe, policy)), policy)
+
+
 def _scoped(prompt: Any, pipe: object) -> RequestTurns:
     if isinstance(prompt, RequestTurns):
         return prompt
-    scoped = getattr(prompt, "scoped_turns", None)
-    if callable(scoped):
-        policy = PassbackPolicy.for_pipe(pipe)
-        return RequestTurns(tuple(scoped(pipe, policy)), policy)
+    scoped = _conversation_turns(prompt, pipe, "scoped_turns")
+    if scoped is not None:
+        return scoped
     turns_for = getattr(prompt, "turns_for", None)
     if callable(turns_for):
         given: list[HistoryTurn] = turns_for(pipe)
@@ -137,13 +146,10 @@ def resolve_request(prompt: Any, pipe: object) -> RequestTurns:
     A provider driver calls it once per request and hands the result to the request
     builder in place of the prompt; a :class:`RequestTurns` comes back as it is.
     """
-    if isinstance(prompt, RequestTurns):
-        return prompt
-    checked = getattr(prompt, "checked_turns", None)
-    if callable(checked):
-        policy = PassbackPolicy.for_pipe(pipe)
-        return RequestTurns(tuple(checked(pipe, policy)), policy)
-    check_passback(prompt, pipe)
+    checked = _conversation_turns(prompt, pipe, "checked_turns")
+    if checked is not None:
+        return checked
+    check_passback(prompt, pipe)  # a RequestTurns has nothing to check: it comes back as it is
     return _scoped(prompt, pipe)
 
 
