@@ -7,6 +7,9 @@
 2. 100 concurrent streams over Redis, each followed by 3 readers living in 2 other
    processes: bytes lost or repeated, cross-talk, and the latency each chunk gains from the
    publishing callback to a reader (p50, p99). MemoryHub's latency is measured in-process.
+3. SSE readers of the web app over several uvicorn workers sharing one RedisHub
+   (``--sse-readers N``, default 2,000, over ``--workers`` 3): the same figures, plus what each
+   worker's memory grew by per reader (``--sse-only`` runs this part alone).
 """
 
 from __future__ import annotations
@@ -134,10 +137,10 @@ def cpu_table(redis_url: str, rounds: int) -> None:
 # ------------------------------------------------------------------------ fan-out over Redis
 
 
-def stream_script(n: int) -> list[Any]:
+def stream_script(n: int, interval: float = CHUNK_INTERVAL) -> list[Any]:
     items: list[Any] = []
     for k in range(CHUNKS_PER_STREAM):
-        items.append(CHUNK_INTERVAL)
+        items.append(interval)
         event = ReasoningDelta if k < CHUNKS_PER_STREAM // 2 else TextDelta
         items.append(event(f"[s{n}:{k}]"))
     return items
@@ -166,7 +169,9 @@ async def read_streams(redis_url: str, stream_ids: list[str], out: str) -> None:
     hub.close()
 
 
-async def publish(hub: Hub, stream_ids: list[str]) -> dict[str, tuple[list[str], list[float]]]:
+async def publish(
+    hub: Hub, stream_ids: list[str], interval: float = CHUNK_INTERVAL
+) -> dict[str, tuple[list[str], list[float]]]:
     published: dict[str, tuple[list[str], list[float]]] = {}
 
     async def one(n: int, stream_id: str) -> None:
@@ -177,7 +182,7 @@ async def publish(hub: Hub, stream_ids: list[str]) -> dict[str, tuple[list[str],
             chunks.append(chunk)
             times.append(time.time())
 
-        pipe = ScriptedPipe(stream_script(n)).set_streaming_callback(record)
+        pipe = ScriptedPipe(stream_script(n, interval)).set_streaming_callback(record)
         await hub.arun(stream_id, pipe, "go")
         published[stream_id] = (chunks, times)
 
@@ -209,6 +214,8 @@ def check(
         if reader["chunks"] == chunks:
             latencies += [a - p for a, p in zip(reader["arrivals"], times, strict=True)]
     latencies.sort()
+    if not latencies:
+        latencies = [float("nan")]
     return {
         "readers": len(readers),
         "lost_or_repeated_bytes": lost_or_repeated,
@@ -284,12 +291,22 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.hub")
     parser.add_argument("--rounds", type=int, default=9, help="interleaved CPU rounds")
     parser.add_argument("--cpu-only", action="store_true", help="skip the fan-out table")
+    parser.add_argument("--sse-only", action="store_true", help="only the SSE fan-out")
+    parser.add_argument("--sse-readers", type=int, default=2000, help="SSE readers in all")
+    parser.add_argument("--sse-streams", type=int, default=STREAMS, help="streams they read")
+    parser.add_argument("--workers", type=int, default=3, help="uvicorn worker processes")
+    parser.add_argument(
+        "--sse-interval", type=float, default=CHUNK_INTERVAL, help="seconds between chunks"
+    )
     options = parser.parse_args(argv)
     with (
         tempfile.TemporaryDirectory(prefix="hub-bench-redis-") as folder,
         running_redis(Path(folder)) as server,
     ):
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
+        if options.sse_only:
+            sse_table(server.url, options)
+            return
         cpu_table(server.url, options.rounds)
         if options.cpu_only:
             return
@@ -308,11 +325,58 @@ def main(argv: list[str]) -> None:
                 f"{figures['cross_talk_chunks']} | {figures['p50_ms']:.2f} ms | "
                 f"{figures['p99_ms']:.2f} ms |"
             )
+        sse_table(server.url, options)
         print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+
+
+def sse_table(redis_url: str, options: Any) -> None:
+    """Part 3: SSE readers over uvicorn workers sharing one RedisHub."""
+    from ._sse import fan_out_sse
+
+    streams = options.sse_streams
+    per_stream = max(1, options.sse_readers // streams)
+
+    def run(stream_ids: list[str]) -> dict[str, tuple[list[str], list[float]]]:
+        hub = RedisHub(redis_url)
+        try:
+            return anyio.run(publish, hub, stream_ids, options.sse_interval)
+        finally:
+            hub.close()
+
+    before = os.getloadavg()[0]
+    figures = fan_out_sse(
+        redis_url,
+        streams=streams,
+        readers_per_stream=per_stream,
+        workers=options.workers,
+        publish=run,
+    )
+    checked = check(figures["stream_ids"], figures["published"], figures["readers"])
+    print(
+        f"\nSSE fan-out: {streams} streams x {CHUNKS_PER_STREAM} chunks (one every "
+        f"{options.sse_interval * 1000:g} ms), {per_stream} readers each over "
+        f"{options.workers} uvicorn workers, one RedisHub (load average "
+        f"{before:.1f} before, {os.getloadavg()[0]:.1f} after)"
+    )
+    print(
+        "| readers | answered (not 200) | bytes lost or repeated | cross-talk | "
+        "p50 added latency | p99 | worker RSS per reader |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    print(
+        f"| {figures['expected']} | {figures['answered']} ({figures['not_200']}) | "
+        f"{checked['lost_or_repeated_bytes']} | {checked['cross_talk_chunks']} | "
+        f"{checked['p50_ms']:.2f} ms | {checked['p99_ms']:.2f} ms | "
+        f"{figures['rss_per_reader_kb']:.1f} KB |"
+    )
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--reader":
         anyio.run(read_streams, sys.argv[2], sys.argv[4:], sys.argv[3])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--sse-reader":
+        from ._sse import read
+
+        read(sys.argv[2:])
     else:
         main(sys.argv[1:])

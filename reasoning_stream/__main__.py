@@ -201,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .web._serve import add_serve_command
 
     add_serve_command(commands)
+    from .testing._conform_cli import add_conform_command
+
+    add_conform_command(commands)
     return parser
 
 

@@ -95,6 +95,8 @@ class Capture:
         "finish_reason",
         "first_reasoning",
         "first_text",
+        "held",
+        "held_reasoning",
         "reasoning_duration",
         "response_id",
         "segment_started",
@@ -109,6 +111,10 @@ class Capture:
     def __init__(self) -> None:
         self.started = _clock()
         self.text: list[str] = []
+        # A high surrogate that ended the last delta, held for the next one (see _unicode);
+        # held_reasoning: whether it came in reasoning (else in text).
+        self.held = ""
+        self.held_reasoning = False
         self.segments: list[str] = []
         # The open segment's deltas; None while no segment is open.
         self.current: list[str] | None = None

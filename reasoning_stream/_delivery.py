@@ -47,6 +47,7 @@ from ._callbacks import (
 from ._capture import Capture
 from ._channel import Channel, Entry, Targets
 from ._events import Event, ReasoningDelta, TextDelta
+from ._unicode import is_clean
 
 __all__ = [
     "Dispatch",
@@ -366,7 +367,13 @@ def pump(pipe: Hooks, channel: Channel, source: Iterable[Event], kinds: Dispatch
         kind = type(event)
         if kind is text_kind:
             delta = event.text  # type: ignore[union-attr]
-            if channel.text_lane is audience and type(delta) is str and delta and "<" not in delta:
+            if (
+                channel.text_lane is audience
+                and type(delta) is str
+                and delta
+                and "<" not in delta
+                and (delta.isascii() or is_clean(delta))
+            ):
                 texts.append(delta)
             else:
                 text(delta)
@@ -378,6 +385,7 @@ def pump(pipe: Hooks, channel: Channel, source: Iterable[Event], kinds: Dispatch
                 and type(delta) is str
                 and delta
                 and "<" not in delta
+                and (delta.isascii() or is_clean(delta))
             ):
                 capture.current.append(delta)  # type: ignore[union-attr]
             else:
@@ -441,6 +449,7 @@ async def apump(
                     and type(delta) is str
                     and delta
                     and "<" not in delta
+                    and (delta.isascii() or is_clean(delta))
                 ):
                     texts_append(delta)
                 else:
@@ -453,6 +462,7 @@ async def apump(
                     and type(delta) is str
                     and delta
                     and "<" not in delta
+                    and (delta.isascii() or is_clean(delta))
                 ):
                     capture.current.append(delta)  # type: ignore[union-attr]
                 else:

@@ -42,6 +42,7 @@ from ._events import (
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
 from ._loops import warn_if_loop_running
 from ._retry import RetryPolicy, announce, aretried, retried
+from ._unicode import REPLACEMENT, checked_delta, is_clean, mend, whole
 
 __all__ = [
     "Pipe",
@@ -213,10 +214,14 @@ class Pipe:
         Anything but a ``str`` is misuse and raises ``UsageError``.
         """
         if type(delta) is not str:
-            delta = _checked(delta, "reasoning")
+            delta = checked_delta(delta, "reasoning")
         if not delta:
             return
         capture = self._capture
+        if capture.held or not (delta.isascii() or is_clean(delta)):
+            delta = self._mended(delta, reasoning=True)
+            if not delta:
+                return
         current = capture.current
         opened = current is None
         if current is None:
@@ -232,6 +237,8 @@ class Pipe:
             self.escape_markers,
             self.name,
         )
+        if capture.held:
+            channel.close_lanes()
         if not channel.deferred:
             self._deliver_now(channel)
 
@@ -248,10 +255,14 @@ class Pipe:
         Anything but a ``str`` is misuse and raises ``UsageError``.
         """
         if type(delta) is not str:
-            delta = _checked(delta, "text")
+            delta = checked_delta(delta, "text")
         if not delta:
             return
         capture = self._capture
+        if capture.held or not (delta.isascii() or is_clean(delta)):
+            delta = self._mended(delta, reasoning=False)
+            if not delta:
+                return
         if capture.current is not None:
             self._close_segment()
         if capture.first_text is None:
@@ -260,6 +271,8 @@ class Pipe:
             capture.text.append(delta)
         channel = self._channel
         channel.text(delta, self._callbacks, self._event_callbacks, self.escape_markers, self.name)
+        if capture.held:
+            channel.close_lanes()
         if not channel.deferred:
             self._deliver_now(channel)
 
@@ -269,6 +282,7 @@ class Pipe:
         A run does this itself when it ends (a Pipeline's run when the last pipe ends, so that
         escaping spans the pipes); call it when driving the hooks by hand.
         """
+        self._release_held()
         self._close_segment()
         channel = self._channel
         if channel is self._idle:
@@ -276,7 +290,31 @@ class Pipe:
         if not channel.deferred:
             self._deliver_now(channel)
 
+    def _mended(self, delta: str, *, reasoning: bool) -> str:
+        """``delta`` as valid Unicode (:mod:`._unicode`); a held surrogate of the other kind
+        of delta had no partner and goes out first as U+FFFD."""
+        capture = self._capture
+        if capture.held and capture.held_reasoning is not reasoning:
+            self._release_held()
+        mended, capture.held = mend(capture.held, delta)
+        capture.held_reasoning = reasoning
+        if capture.held:
+            self._channel.close_lanes()  # the next delta must come through here to join the pair
+        return mended
+
+    def _release_held(self) -> None:
+        """A held high surrogate whose low half never came: it goes out as U+FFFD."""
+        capture = self._capture
+        if capture.held:
+            capture.held = ""
+            if capture.held_reasoning:
+                self.emit_reasoning_chunk(REPLACEMENT)
+            else:
+                self.emit_text(REPLACEMENT)
+
     def _close_segment(self) -> bool:
+        if self._capture.held_reasoning:
+            self._release_held()
         if not self._capture.close_segment():
             return False
         self._channel.close_segment(self._callbacks, self._event_callbacks, self.name)
@@ -359,6 +397,9 @@ class Pipe:
             if isinstance(event, Finish):
                 capture.finish_reason = event.reason
             elif isinstance(event, ToolCall):
+                if not (is_clean(event.id) and is_clean(event.name) and is_clean(event.arguments)):
+                    event = replace(event, id=whole(event.id), name=whole(event.name),
+                                    arguments=whole(event.arguments))  # fmt: skip
                 capture.tool_calls.append(event)
             elif isinstance(event, UsageReport):
                 capture.usage = capture.usage.merged(event.usage)
@@ -553,6 +594,7 @@ class Pipe:
         """Close what is open, record the result, and decide what the caller raises."""
         capture = self._capture
         try:
+            self._release_held()
             self._close_segment()
         finally:
             raised: BaseException | None = error
@@ -576,15 +618,3 @@ class Pipe:
             if raised is not None and raised is not error:
                 self.redact_secrets(raised)
         return raised
-
-
-def _checked(delta: object, what: str) -> str:
-    """``None`` means nothing; a ``str`` subclass is text; anything else is refused."""
-    if delta is None:
-        return ""
-    if isinstance(delta, str):
-        return delta
-    raise UsageError(
-        f"{what} deltas must be str, got {type(delta).__name__}: {delta!r}; "
-        "convert the provider's payload to text before emitting it"
-    )

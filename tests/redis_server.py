@@ -56,12 +56,13 @@ def _answers_ping(port: int) -> bool:
 
 @contextlib.contextmanager
 def running_redis(
-    folder: Path, *, durable: bool = False, port: int | None = None
+    folder: Path, *, durable: bool = False, port: int | None = None, cluster: bool = False
 ) -> Iterator[RedisServer]:
     """Start ``redis-server`` on a free loopback port (or ``port``); stop it on exit.
 
     ``durable=True`` keeps an append-only file in ``folder``, fsynced on every write, so a
-    server started again on the same folder has the data back.
+    server started again on the same folder has the data back. ``cluster=True`` starts it as
+    a Redis Cluster node (see :func:`running_cluster`).
     """
     for _ in range(5):  # a free port can be taken between probing and binding: try another
         port = port or free_port()
@@ -77,6 +78,12 @@ def running_redis(
                 "--protected-mode", "yes",
                 "--daemonize", "no",
                 "--loglevel", "warning",
+                # The cluster bus gets a free port of its own (by default it is port +
+                # 10000, which may be taken or past 65535).
+                *(("--cluster-enabled", "yes", "--cluster-config-file",
+                   str(folder / "nodes.conf"), "--cluster-node-timeout", "5000",
+                   "--cluster-port", str(free_port()))
+                  if cluster else ()),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -113,3 +120,66 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     """A redis-server of this test's own, which the test may stop (Redis down mid-run)."""
     with running_redis(tmp_path) as server:
         yield server
+
+
+REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
+
+
+@dataclass
+class RedisCluster:
+    """A running Redis Cluster of three masters on loopback: its URL (any one node's)."""
+
+    servers: list[RedisServer]
+
+    @property
+    def url(self) -> str:
+        return self.servers[0].url.removesuffix("/0")
+
+
+def _cluster_ok(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
+            connection.sendall(b"CLUSTER INFO\r\n")
+            reply = b""
+            while b"cluster_known_nodes" not in reply:
+                piece = connection.recv(4096)
+                if not piece:
+                    break
+                reply += piece
+            return b"cluster_state:ok" in reply
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def running_cluster(folder: Path) -> Iterator[RedisCluster]:
+    """Three ``redis-server --cluster-enabled yes`` on free loopback ports, joined by
+    ``redis-cli --cluster create`` (no replicas); stopped on exit."""
+    with contextlib.ExitStack() as stack:
+        servers = []
+        for n in range(3):
+            node = folder / f"node{n}"
+            node.mkdir()
+            servers.append(stack.enter_context(running_redis(node, cluster=True)))
+        subprocess.run(
+            [REDIS_CLI, "--cluster", "create",
+             *(f"127.0.0.1:{server.port}" for server in servers),
+             "--cluster-replicas", "0", "--cluster-yes"],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not all(_cluster_ok(server.port) for server in servers):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
+            time.sleep(0.1)
+        yield RedisCluster(servers)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """One three-master Redis Cluster for the session; tests keep apart by unique ids."""
+    with (
+        tempfile.TemporaryDirectory(prefix="redis-cluster-") as folder,
+        running_cluster(Path(folder)) as cluster,
+    ):
+        yield cluster.url

@@ -163,7 +163,7 @@ def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParse
 def test_every_option_and_command_has_help_text() -> None:
     parsers = list(_parsers(build_parser()))
     names = [p.prog.split()[-1] for p in parsers]
-    assert names == ["reasoning-stream", "demo", "chat", "split", "serve"]
+    assert names == ["reasoning-stream", "demo", "chat", "split", "serve", "conform"]
     for parser in parsers:
         assert parser.description, parser.prog
         for action in parser._actions:

@@ -21,6 +21,7 @@ from ._base import (
     InvalidEntryIdError,
     PublishError,
     Runnable,
+    StreamExistsError,
     StreamExpiredError,
     StreamNotFoundError,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "PublishError",
     "RedisHub",
     "Runnable",
+    "StreamExistsError",
     "StreamExpiredError",
     "StreamNotFoundError",
     "event_from_dict",

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias, overload
 
 import anyio
+from anyio.abc import TaskStatus
 
 from .._events import Event
-from .._exceptions import ReasoningStreamError
+from .._exceptions import ReasoningStreamError, UsageError
 from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
+from .._unicode import is_clean
 
 if TYPE_CHECKING:
     from ._entry import Entry
@@ -30,6 +32,7 @@ __all__ = [
     "InvalidEntryIdError",
     "PublishError",
     "Runnable",
+    "StreamExistsError",
     "StreamExpiredError",
     "StreamNotFoundError",
 ]
@@ -43,6 +46,14 @@ _CLOSING_TIMEOUT = 10.0
 
 class HubError(ReasoningStreamError):
     """A hub could not do what was asked; the subclasses say what."""
+
+
+class StreamExistsError(HubError, UsageError):
+    """A run was started on a stream id that is taken (running, finished, or ended as lost).
+
+    The claim of an id is atomic, in one process (a lock) and across processes (one Redis
+    script): of two runs started on one id at once, exactly one runs.
+    """
 
 
 class StreamNotFoundError(HubError, LookupError):
@@ -162,9 +173,10 @@ class Hub:
         """Run a pipe or pipeline synchronously, publishing its channel as ``stream_id``.
 
         Returns the run's result (a ``PipeResult``, or a ``PipelineResult`` for a pipeline).
-        Raises ``UsageError`` when ``stream_id`` exists already; the run's own errors come
-        through unchanged after the final entry is written; when the run succeeded but the hub
-        could not publish everything, :class:`PublishError` carries the result as ``.result``.
+        Raises :class:`StreamExistsError` (a ``UsageError``) when ``stream_id`` is taken; the
+        run's own errors come through unchanged after the final entry is written; when the run
+        succeeded but the hub could not publish everything, :class:`PublishError` carries the
+        result as ``.result``.
         """
         _check_stream_id(stream_id)
         sink = self._open(stream_id)
@@ -181,19 +193,42 @@ class Hub:
         return _conclude(sink.finish(result.status), result)
 
     @overload
-    async def arun(self, stream_id: str, runnable: Pipe, prompt: Prompt) -> PipeResult: ...
-    @overload
-    async def arun(self, stream_id: str, runnable: Pipeline, prompt: Prompt) -> PipelineResult: ...
     async def arun(
-        self, stream_id: str, runnable: Runnable, prompt: Prompt
+        self,
+        stream_id: str,
+        runnable: Pipe,
+        prompt: Prompt,
+        *,
+        task_status: TaskStatus[None] = ...,
+    ) -> PipeResult: ...
+    @overload
+    async def arun(
+        self,
+        stream_id: str,
+        runnable: Pipeline,
+        prompt: Prompt,
+        *,
+        task_status: TaskStatus[None] = ...,
+    ) -> PipelineResult: ...
+    async def arun(
+        self,
+        stream_id: str,
+        runnable: Runnable,
+        prompt: Prompt,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> PipeResult | PipelineResult:
         """Run a pipe or pipeline on the running event loop (asyncio or trio), publishing it.
 
         As :meth:`run`. A cancelled run still writes its final entry (with the cancelled
-        status) before the cancellation goes on.
+        status) before the cancellation goes on. ``task_status.started()`` is called once
+        ``stream_id`` is claimed, so ``await task_group.start(hub.arun, stream_id, pipe,
+        prompt)`` returns when the run owns its id, and raises :class:`StreamExistsError` in
+        the caller when another run has it.
         """
         _check_stream_id(stream_id)
         sink = await self._aopen(stream_id)
+        task_status.started()
         before = runnable.last_result
         attachment = _Attachment(runnable, sink)
         try:
@@ -216,12 +251,14 @@ _STREAM_ID = re.compile(r"[^\x00-\x20\x7f/]{1,200}")
 
 
 def _check_stream_id(stream_id: str) -> None:
-    from .._exceptions import UsageError
-
-    if not isinstance(stream_id, str) or not _STREAM_ID.fullmatch(stream_id):
+    if (
+        not isinstance(stream_id, str)
+        or not _STREAM_ID.fullmatch(stream_id)
+        or not is_clean(stream_id)
+    ):
         raise UsageError(
-            f"stream_id must be 1 to 200 printable characters without spaces or '/', "
-            f"got {stream_id!r}"
+            f"stream_id must be 1 to 200 printable characters without spaces, '/' or halves "
+            f"of UTF-16 pairs, got {stream_id!r}"
         )
 
 

@@ -25,6 +25,8 @@ __all__ = ["BLOCK_MS", "Follower", "Subscription"]
 BLOCK_MS = 1000
 """Longest single ``XREAD BLOCK`` wait."""
 _COUNT = 1000
+_POLL = 0.005
+"""Seconds between reads of the followed streams on a Redis Cluster when nothing came."""
 
 
 class Subscription:
@@ -66,9 +68,11 @@ class Follower:
         decode: Callable[[str, dict[str, str]], Entry],
         describe: str,
         *,
-        sweep: Callable[[Any, list[str]], None] | None = None,
+        sweep: Callable[[Any, list[str]], dict[str, str | None]] | None = None,
         sweep_every: float = 1.0,
+        cluster: bool = False,
     ) -> None:
+        self._cluster = cluster
         self._sweep = sweep
         self._sweep_every = sweep_every
         self._connect = connect
@@ -78,6 +82,8 @@ class Follower:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._follows: dict[str, tuple[int, list[Subscription]]] = {}
+        self._present: set[str] = set()
+        """Followed keys the sweep found claimed: should the claim vanish, the stream was lost."""
         self._client_id: int | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -126,6 +132,41 @@ class Follower:
         if thread is not None:
             thread.join(5)
 
+    def _poll(self, client: Any, streams: dict[str, str]) -> list[Any]:
+        """On a Redis Cluster: read every followed stream without blocking, then wait a little.
+
+        One ``XREAD`` may only name keys of one hash slot, and a blocking read holds its
+        connection to one node, so the cluster client reads each stream on its own in one
+        pipeline (a round trip per node) and, when nothing came, waits ``_POLL`` seconds or
+        until a reader joins.
+        """
+        pipeline = client.pipeline()
+        for key, start in streams.items():
+            pipeline.xread({key: start}, count=_COUNT)
+        response = [item for reply in pipeline.execute() for item in reply or ()]
+        if not response:
+            with self._lock:
+                if not self._closed:
+                    self._changed.wait(_POLL)
+        return response
+
+    def _lost(self, outcomes: dict[str, str | None]) -> None:
+        """Fail the readers of streams that had a claim and lost it (their keys vanished)."""
+        failed: list[tuple[list[Subscription], str]] = []
+        with self._lock:
+            for key, lost in outcomes.items():
+                if lost is None:
+                    self._present.add(key)
+                elif key in self._present:
+                    self._present.discard(key)
+                    follow = self._follows.pop(key, None)
+                    if follow is not None:
+                        failed.append((follow[1], lost))
+            self._present &= self._follows.keys()
+        for subscribers, lost in failed:
+            for subscription in subscribers:
+                subscription.fail(LookupError(lost))
+
     def _loop(self) -> None:
         client = None
         next_sweep = time.monotonic() + self._sweep_every
@@ -140,13 +181,17 @@ class Follower:
                 streams = {key: f"0-{position}" for key, position in asked.items()}
                 if client is None:
                     client = self._connect()
-                    with self._lock:
-                        self._client_id = client.client_id()
-                response = client.xread(streams, count=_COUNT, block=BLOCK_MS)
+                    if not self._cluster:
+                        with self._lock:
+                            self._client_id = client.client_id()
+                if self._cluster:
+                    response = self._poll(client, streams)
+                else:
+                    response = client.xread(streams, count=_COUNT, block=BLOCK_MS)
                 if self._sweep is not None and time.monotonic() >= next_sweep:
                     # Streams whose writer was lost get their final entry now; this read
                     # loop then delivers it like any other.
-                    self._sweep(client, list(asked))
+                    self._lost(self._sweep(client, list(asked)))
                     next_sweep = time.monotonic() + self._sweep_every
                 for key, items in response or ():
                     entries = [self._decode(entry_id, fields) for entry_id, fields in items]
@@ -161,6 +206,7 @@ class Follower:
                         # else: a reader joined behind us during the read; read again from
                         # its position next time (the others skip what they already have).
                         self._follows[key] = (position, subscribers)
+                        self._present.add(key)
                     for subscription in subscribers:
                         subscription.deliver(asked[key], entries)
         except Exception as error:

@@ -18,6 +18,7 @@ from .._pipe import Status
 from ._base import (
     Hub,
     InvalidEntryIdError,
+    StreamExistsError,
     StreamExpiredError,
     StreamNotFoundError,
     _Failure,
@@ -183,7 +184,7 @@ class MemoryHub(Hub):
         with self._lock:
             self._purge()
             if stream_id in self._logs:
-                raise UsageError(
+                raise StreamExistsError(
                     f"stream {stream_id!r} already exists in this hub; use a new stream_id "
                     "for every run"
                 )

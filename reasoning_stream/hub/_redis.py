@@ -11,7 +11,6 @@ scripts) is in ``_redis_codec``.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -22,16 +21,20 @@ import anyio.to_thread
 
 from .._exceptions import UsageError
 from .._pipe import Status
-from ._base import Hub, _Failure
+from .._redis_client import cluster_hint, connect, run_scripts
+from .._redis_keys import check_prefix, redacted_url
+from ._base import Hub, StreamExistsError, _Failure
 from ._entry import Entry
 from ._follow import BLOCK_MS, Follower
 from ._redis_codec import (
     ABANDON,
     APPEND,
     CLAIM,
+    STREAM_LOST,
     check_entry_id,
     decode_entry,
     hold_seconds,
+    id_of,
     import_redis,
     stream_keys,
     ttl_seconds,
@@ -49,7 +52,9 @@ class RedisHub(Hub):
     per stream (``XADD MAXLEN ~``: Redis may keep a few more); ``ttl`` is how many seconds a
     finished stream is kept (``None``: until deleted). Keys live under ``prefix``.
     ``write_delay`` is how long the writer thread lets entries gather before one pipelined
-    round trip (seconds; it bounds the latency batching adds).
+    round trip (seconds; it bounds the latency batching adds). ``cluster=True``: ``url``
+    names a node of a Redis Cluster (each stream's keys share one hash slot, so every script
+    runs on one node; see the key layout in ``_redis_codec``).
 
     If Redis is down when a run starts or fails during it, the run itself goes on to its end;
     :class:`PublishError` then names Redis and says how many entries were not published, with
@@ -77,21 +82,27 @@ class RedisHub(Hub):
         connect_timeout: float = 2.0,
         write_delay: float = 0.001,
         lease: float = 10.0,
+        cluster: bool = False,
     ) -> None:
         if maxlen < 1:
             raise UsageError(f"maxlen must be at least 1, got {maxlen}")
         if not lease > 0:
             raise UsageError(f"lease must be a positive number of seconds, got {lease}")
+        try:
+            check_prefix(prefix, "prefix")
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         self.lease = lease
-        redis = import_redis()
+        import_redis()
         self.url = url
         self.maxlen = maxlen
         self.ttl = ttl
         self.prefix = prefix
         self._connect_timeout = connect_timeout
         self._write_delay = write_delay
-        self._client: Any = redis.Redis.from_url(url, **self._options(blocking=False))
-        self._reader_client: Any = redis.Redis.from_url(url, **self._options(blocking=True))
+        self.cluster = cluster
+        self._client: Any = connect(url, cluster=cluster, **self._options(blocking=False))
+        self._reader_client: Any = connect(url, cluster=cluster, **self._options(blocking=True))
         self._append_script = self._client.register_script(APPEND)
         self._claim_script = self._client.register_script(CLAIM)
         self._abandon_script = self._client.register_script(ABANDON)
@@ -103,7 +114,7 @@ class RedisHub(Hub):
     @property
     def url_for_messages(self) -> str:
         """The URL without a password, for error messages."""
-        return re.sub(r"//[^@/]*@", "//***@", self.url)
+        return redacted_url(self.url)
 
     def _options(self, *, blocking: bool) -> dict[str, Any]:
         from redis.backoff import ExponentialBackoff
@@ -149,23 +160,31 @@ class RedisHub(Hub):
 
     def _end_abandoned(self, keys: list[str], client: Any = None) -> bool:
         """End the stream at ``keys`` if its writer's lease lapsed; True when this call did."""
-        return bool(
-            self._abandon_script(
-                keys=keys,
-                args=[str(self.maxlen), ttl_seconds(self.ttl)],
-                client=client or self._client,
-            )
+        ended = self._abandon_script(
+            keys=keys,
+            args=[str(self.maxlen), ttl_seconds(self.ttl)],
+            client=client or self._client,
         )
+        return int(ended) == 1
 
-    def _sweep(self, client: Any, keys: list[str]) -> None:
-        """The reader thread, now and then: end every followed stream whose writer was lost."""
+    def _sweep(self, client: Any, keys: list[str]) -> dict[str, str | None]:
+        """The reader thread, now and then: end every followed stream whose writer was lost.
+
+        Returns, per key, ``None`` while the stream has its claim, else the error for its
+        readers should it have had one before (its keys vanished while it was running).
+        """
         args = [str(self.maxlen), ttl_seconds(self.ttl)]
-        pipeline = client.pipeline(transaction=False)
-        for key in keys:
-            self._abandon_script(
-                keys=[key, key + ":run", key + ":lease"], args=args, client=pipeline
+        calls = [([key, key + ":run", key + ":lease"], args) for key in keys]
+        outcomes: dict[str, str | None] = {}
+        for key, ended in zip(keys, run_scripts(client, self._abandon_script, calls), strict=True):
+            if isinstance(ended, Exception):
+                raise ended
+            outcomes[key] = (
+                STREAM_LOST.format(stream_id=id_of(self.prefix, key), url=self.url_for_messages)
+                if int(ended) == -1
+                else None
             )
-        pipeline.execute()
+        return outcomes
 
     def _open(self, stream_id: str) -> RedisSink:
         redis = import_redis()
@@ -186,7 +205,7 @@ class RedisHub(Hub):
                 stream_id,
                 keys,
                 f"Redis at {self.url_for_messages} was unreachable when the run started "
-                f"({type(error).__name__}: {error})",
+                f"({type(error).__name__}: {error}){cluster_hint(error)}",
                 self._writer_put,
             )
         if not claimed:
@@ -195,7 +214,7 @@ class RedisHub(Hub):
                 if abandoned
                 else ""
             )
-            raise UsageError(
+            raise StreamExistsError(
                 f"stream {stream_id!r} already exists in Redis at {self.url_for_messages}"
                 f"{lost}; use a new stream_id for every run"
             )
@@ -237,15 +256,18 @@ class RedisHub(Hub):
     def _follower(self) -> Follower:
         with self._writer_lock:
             if self._reader_thread is None:
-                redis = import_redis()
                 self._reader_thread = Follower(
-                    lambda: redis.Redis.from_url(
-                        self.url, single_connection_client=True, **self._options(blocking=True)
+                    lambda: connect(
+                        self.url,
+                        cluster=self.cluster,
+                        single_connection_client=True,
+                        **self._options(blocking=True),
                     ),
                     self._client,
                     decode_entry,
                     self.url_for_messages,
                     sweep=self._sweep,
                     sweep_every=min(self.lease / 2, 1.0),
+                    cluster=self.cluster,
                 )
             return self._reader_thread

@@ -1,19 +1,22 @@
 """How a ``RedisHub`` stream lies in Redis: its keys, its entries' fields, the scripts that write.
 
-Layout, under ``prefix`` (default ``"reasoning-stream:"``):
+Layout, under ``prefix`` (default ``"reasoning-stream:"``), with ``<id>`` the stream id
+percent-encoded for ``%``, ``{`` and ``}`` (``reasoning_stream._redis_keys``): the braces make
+it the keys' Redis Cluster hash tag, so a stream's three keys share one slot, no two ids and no
+two parts collide, and no key meets a ``RedisStore``'s under the same prefix.
 
-- ``<prefix><stream_id>``: the stream. Entry ids are ``0-<n>`` for the n-th entry of the
+- ``<prefix>{<id>}``: the stream. Entry ids are ``0-<n>`` for the n-th entry of the
   run, written explicitly (one writer per stream, guaranteed by the claim below), so a resume
   point can be checked against what retention kept. Fields: ``c`` the chunk (left out when
   empty); the event as ``r`` (reasoning delta text) or ``t`` (text delta text) with ``o`` its
   source, or ``e`` any other event as JSON; ``R`` or ``T`` for a delta whose chunk is its
   own text (then no ``c``: the text is stored once); ``s`` the status (final entry only).
-- ``<prefix><stream_id>:run``: the claim, a hash created when a run starts (only if absent), so
+- ``<prefix>{<id>}:run``: the claim, a hash created when a run starts (only if absent), so
   a stream id is used once: ``owner`` (a random token, present while the run is running),
   ``writer`` (host and pid, for messages), ``lease`` (seconds) and ``close`` (the marker that
   would balance the channel if the run stopped now). Both keys get ``EXPIRE ttl`` with the
   final entry; while running they are kept ``lease + ttl`` seconds ahead.
-- ``<prefix><stream_id>:lease``: the running writer's lease, ``SET ... PX lease`` and renewed by
+- ``<prefix>{<id>}:lease``: the running writer's lease, ``SET ... PX lease`` and renewed by
   the writer thread (a heartbeat every third of the lease, and with every write). A writer
   whose process crashed or hung stops renewing it; the first reader (or ``run`` of the same id)
   that finds the claim still owned but the lease gone ends the stream for it, in one script:
@@ -34,6 +37,7 @@ from typing import Any, Protocol
 
 from .._events import Event, ReasoningDelta, TextDelta
 from .._pipe import Status
+from .._redis_keys import decode_id, tagged_key
 from ._base import InvalidEntryIdError
 from ._entry import Entry, event_from_dict, event_to_dict
 
@@ -41,12 +45,15 @@ __all__ = [
     "ABANDON",
     "APPEND",
     "CLAIM",
+    "KEYS_LOST",
     "LEASE_LOST",
+    "STREAM_LOST",
     "HubSettings",
     "check_entry_id",
     "decode_entry",
     "entry_fields",
     "hold_seconds",
+    "id_of",
     "import_redis",
     "past",
     "seq",
@@ -83,9 +90,21 @@ def import_redis() -> Any:
 
 
 def stream_keys(prefix: str, stream_id: str) -> list[str]:
-    """The stream's three keys, in the order every script takes them: log, claim, lease."""
-    key = prefix + stream_id
+    """The stream's three keys, in the order every script takes them: log, claim, lease.
+
+    They share one hash tag, the encoded id (:mod:`.._redis_keys`): no two ids and no two
+    parts collide, and on Redis Cluster they live in one slot.
+
+    >>> stream_keys("rs:", "a:run")
+    ['rs:{a:run}', 'rs:{a:run}:run', 'rs:{a:run}:lease']
+    """
+    key = tagged_key(prefix, stream_id)
     return [key, key + ":run", key + ":lease"]
+
+
+def id_of(prefix: str, key: str) -> str:
+    """The stream id of a log key :func:`stream_keys` built."""
+    return decode_id(key[len(prefix) + 1 : -1])
 
 
 def ttl_seconds(ttl: float | None) -> str:
@@ -140,7 +159,8 @@ def entry_fields(chunk: str, event: Event | None, status: Status | None) -> list
             if event.source is not None:
                 fields += ("o", event.source)
         else:
-            fields += ("e", json.dumps(event_to_dict(event), ensure_ascii=False))
+            # ASCII JSON: exact for any str, also one holding half a UTF-16 pair.
+            fields += ("e", json.dumps(event_to_dict(event)))
     if chunk:
         fields += ("c", chunk)
     if status is not None:
@@ -173,7 +193,11 @@ APPEND = """
 -- KEYS: the stream, its claim, its lease. ARGV: maxlen, ttl ('' = none), final ('1' or ''),
 -- owner, lease ms, hold ('' = none: lease + ttl, seconds), closing marker, the number of
 -- the first entry, then per entry: n, n fields (entry ids are 0-<number>, counting on).
-if redis.call('HGET', KEYS[2], 'owner') ~= ARGV[4] then
+local owner = redis.call('HGET', KEYS[2], 'owner')
+if owner ~= ARGV[4] then
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    return redis.error_reply('ERR reasoning-stream: keys lost')
+  end
   return redis.error_reply('ERR reasoning-stream: lease lost')
 end
 local number = tonumber(ARGV[8])
@@ -217,7 +241,10 @@ return 1
 
 ABANDON = """
 -- KEYS: the stream, its claim, its lease. ARGV: maxlen, ttl ('' = none).
-if not redis.call('HGET', KEYS[2], 'owner') then return 0 end  -- unknown, or ended
+-- Returns 1 when this call ended the stream, 0 when it is running or ended, -1 when there
+-- is no claim at all (not started, expired, or its keys were lost).
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+if not redis.call('HGET', KEYS[2], 'owner') then return 0 end  -- ended
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end       -- its writer is alive
 local info = redis.call('HMGET', KEYS[2], 'writer', 'lease', 'close')
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
@@ -240,3 +267,13 @@ end
 return 1
 """
 """Ends a stream whose writer was lost (claim still owned, lease gone), exactly once."""
+
+KEYS_LOST = "reasoning-stream: keys lost"
+"""The error text the append script answers with when the stream's claim is gone."""
+
+STREAM_LOST = (
+    "stream {stream_id!r} vanished from Redis at {url} while it was running: its keys are gone "
+    "(FLUSHALL, a restart without persistence, eviction, or a failover to a replica that had "
+    "not got them), so its entries and its end are lost"
+)
+"""What the readers and the writer of a stream whose keys vanished say (``str.format``)."""

@@ -66,7 +66,7 @@ class RedisReader:
 
     def read(self, stream_id: str, after: str | None = None) -> list[Entry]:
         """As ``RedisHub.read``."""
-        key = self._hub.prefix + stream_id
+        key = stream_keys(self._hub.prefix, stream_id)[0]
         client = self._client
         if after is not None:
             check_entry_id(after)
@@ -85,7 +85,7 @@ class RedisReader:
     ) -> AsyncIterator[Entry]:
         """As ``RedisHub.subscribe``."""
         hub = self._hub
-        key = hub.prefix + stream_id
+        key = stream_keys(hub.prefix, stream_id)[0]
         position = 0
         if after is not None:
             check_entry_id(after)

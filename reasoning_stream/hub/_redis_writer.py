@@ -16,14 +16,16 @@ from typing import Any, TypeAlias
 
 from .._events import Event, OpaqueState, TextDelta
 from .._pipe import Status
+from .._redis_client import run_scripts
 from .._stream import ReasoningStream
 from ._base import _Failure
 from ._redis_codec import (
+    KEYS_LOST,
     LEASE_LOST,
+    STREAM_LOST,
     HubSettings,
     entry_fields,
     hold_seconds,
-    import_redis,
     ttl_seconds,
 )
 
@@ -240,14 +242,20 @@ class RedisWriter:
                 next_beat = time.monotonic() + self._heartbeat
             while queue or beat:
                 batch = [queue.popleft() for _ in range(min(len(queue), _BATCH))]
-                self._write(batch, beat)
+                try:
+                    self._write(batch, beat)
+                except Exception as error:
+                    # A bug here must not end the thread: every later run of every stream
+                    # would publish nothing. The streams of this batch fail, loudly.
+                    for sink in {item[0] for item in batch}:
+                        sink.fail(f"the hub could not write ({type(error).__name__}: {error})")
+                        self.release(sink)
                 beat = False
             if self._closed:
                 return
 
     def _write(self, batch: list[Pending], beat: bool) -> None:
         hub = self._hub
-        redis = import_redis()
         per_sink: dict[RedisSink, list[Pending]] = {}
         if beat:  # every running stream renews its lease, with entries or without
             with self._running_lock:
@@ -261,18 +269,19 @@ class RedisWriter:
         ttl = ttl_seconds(hub.ttl)
         hold = hold_seconds(hub.lease, hub.ttl)
         lease_ms = str(max(1, round(hub.lease * 1000)))
-        pipeline = self._client.pipeline(transaction=False)
+        calls = []
         for sink, items in per_sink.items():
             args, final = sink.encode(items)
             head = [maxlen, ttl, "1" if final else "", sink.owner, lease_ms, hold, sink.closing]
-            self._append(keys=sink.keys, args=[*head, *args], client=pipeline)
-        try:
-            results = pipeline.execute(raise_on_error=False)
-        except redis.RedisError as error:
-            results = [error] * len(per_sink)
+            calls.append((sink.keys, [*head, *args]))
+        results = run_scripts(self._client, self._append, calls)
         for (sink, items), result in zip(per_sink.items(), results, strict=True):
             if isinstance(result, Exception):
-                if LEASE_LOST in str(result):
+                if KEYS_LOST in str(result):
+                    sink.fail(
+                        STREAM_LOST.format(stream_id=sink.stream_id, url=hub.url_for_messages)
+                    )
+                elif LEASE_LOST in str(result):
                     sink.lost(hub.lease)
                 else:
                     sink.fail(

@@ -3,41 +3,74 @@
 Every write is one Lua script, which Redis runs atomically: it checks the expected version,
 takes a new one from the store's counter and writes, with no other command in between. A
 load reads the head and the turns in one ``MULTI``/``EXEC`` transaction, so it never sees half
-of a write. Keys, under ``namespace`` (default ``reasoning-stream``)::
+of a write. Keys, under ``namespace`` (default ``reasoning-stream``), with ``<id>`` the
+conversation id with ``%``, ``{`` and ``}`` percent-encoded::
 
-    {namespace}:conversation:{id}   hash: version, length, pending (JSON, absent when none)
-    {namespace}:turns:{id}          list: one JSON document per message
-    {namespace}:index               sorted set of ids (lexicographic ``list(prefix)``)
-    {namespace}:version             the counter every write takes its version from
+    <namespace>:{<id>}:conversation   hash: version, length, pending (JSON, absent when none)
+    <namespace>:{<id>}:turns          list: one JSON document per message
+    <namespace>:{<id>}:version        the counter its writes take versions from (kept after
+                                      a delete, so a conversation saved again goes on above)
 
-The keys of one write must live on one server: use a single Redis (with replicas, if you
-like), not Redis Cluster.
+The braces make the encoded id the keys' Redis Cluster hash tag: one conversation's keys share
+a hash slot, so each script runs on a cluster too. No two ids and no two parts collide, and
+none meets a key of a ``RedisHub`` under the same prefix (see ``reasoning_stream._redis_keys``).
+``list`` scans the keys (on every primary of a cluster).
 """
 
 from __future__ import annotations
 
 import builtins
 import importlib
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from .._exceptions import CorruptConversationError, StoreError, UsageError
+from .._redis_client import cluster_hint, connect
+from .._redis_keys import (
+    check_prefix,
+    decode_id,
+    encode_id,
+    glob_escape,
+    redacted_url,
+    tagged_key,
+)
 from ._base import ConversationStore, StoredConversation, conflict, not_found
 
 __all__ = ["RedisStore"]
 
 _T = TypeVar("_T")
 
+# KEYS: the head, the turns, the counter (one hash slot: see the key layout above). ARGV[1]:
+# the highest version this store object has seen, ARGV[2]: the expected version ('' = none).
+# A version is the greatest of: the conversation's last + 1, Redis's clock in microseconds, the
+# caller's highest + 1. So versions grow per conversation, per store object, and (as far as
+# the servers' clocks agree) across the store, with no key shared by all conversations: a
+# Redis Cluster runs every script on the one node that holds its conversation.
 # Replies: {"ok", version} | {"missing"} | {"conflict", stored version or ""}.
-_SAVE = """
+_VERSION = """
+local function next_version()
+  local clock = redis.call('TIME')
+  local version = math.max(
+    tonumber(redis.call('GET', KEYS[3]) or '0') + 1,
+    tonumber(clock[1]) * 1000000 + tonumber(clock[2]),
+    tonumber(ARGV[1]) + 1)
+  version = string.format('%.0f', version)
+  redis.call('SET', KEYS[3], version)
+  return version
+end
 local current = redis.call('HGET', KEYS[1], 'version')
+"""
+
+_SAVE = (
+    _VERSION
+    + """
 if ARGV[2] == '' then
   if current then return {'conflict', current} end
 elseif current ~= ARGV[2] then
   return {'conflict', current or ''}
 end
-local version = redis.call('INCR', KEYS[4])
+local version = next_version()
 redis.call('DEL', KEYS[1], KEYS[2])
 local count = #ARGV - 4
 for first = 5, #ARGV, 1000 do
@@ -45,44 +78,53 @@ for first = 5, #ARGV, 1000 do
 end
 redis.call('HSET', KEYS[1], 'version', version, 'length', count)
 if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'pending', ARGV[4]) end
-redis.call('ZADD', KEYS[3], 0, ARGV[1])
 return {'ok', version}
 """
+)
 
-_APPEND = """
-local current = redis.call('HGET', KEYS[1], 'version')
+_APPEND = (
+    _VERSION
+    + """
 if not current then return {'missing'} end
-if ARGV[1] ~= '' and current ~= ARGV[1] then return {'conflict', current} end
-local version = redis.call('INCR', KEYS[3])
-redis.call('RPUSH', KEYS[2], ARGV[2])
+if ARGV[2] ~= '' and current ~= ARGV[2] then return {'conflict', current} end
+local version = next_version()
+redis.call('RPUSH', KEYS[2], ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'length', 1)
 redis.call('HSET', KEYS[1], 'version', version)
-if ARGV[3] == '1' then redis.call('HDEL', KEYS[1], 'pending') end
+if ARGV[4] == '1' then redis.call('HDEL', KEYS[1], 'pending') end
 return {'ok', version}
 """
+)
 
-_SET_PENDING = """
-local current = redis.call('HGET', KEYS[1], 'version')
+_SET_PENDING = (
+    _VERSION
+    + """
 if not current then return {'missing'} end
-if ARGV[1] ~= '' and current ~= ARGV[1] then return {'conflict', current} end
-local version = redis.call('INCR', KEYS[2])
+if ARGV[2] ~= '' and current ~= ARGV[2] then return {'conflict', current} end
+local version = next_version()
 redis.call('HSET', KEYS[1], 'version', version)
-if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], 'pending', ARGV[3])
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], 'pending', ARGV[4])
 else
   redis.call('HDEL', KEYS[1], 'pending')
 end
 return {'ok', version}
 """
+)
 
-_DELETE = """
-local current = redis.call('HGET', KEYS[1], 'version')
+_DELETE = (
+    _VERSION
+    + """
 if not current then return {'missing'} end
-if ARGV[1] ~= '' and current ~= ARGV[1] then return {'conflict', current} end
-redis.call('INCR', KEYS[4])
+if ARGV[2] ~= '' and current ~= ARGV[2] then return {'conflict', current} end
+next_version()  -- the counter stays: a conversation saved again under this id goes on above
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('ZREM', KEYS[3], ARGV[2])
 return {'ok', 0}
+"""
+)
+
+_LOAD = """
+return {redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1)}
 """
 
 
@@ -95,18 +137,6 @@ def _redis() -> Any:
         ) from error
 
 
-def _redacted(url: str) -> str:
-    """``url`` without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.hostname or ""
-    if parts.port is not None:
-        netloc = f"{netloc}:{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
-
-
 class RedisStore(ConversationStore):
     """Conversations in Redis: many processes on many machines share them.
 
@@ -114,8 +144,10 @@ class RedisStore(ConversationStore):
         url: ``redis://[user:password@]host:port/db`` (or ``rediss://``, ``unix://``).
         namespace: the key prefix; two stores with different namespaces never meet.
         timeout: seconds to connect and to wait for a reply.
-        client: a ``redis.Redis`` client to use instead of ``url`` (it must not decode
-            responses); the store does not close it.
+        client: a ``redis.Redis`` (or ``RedisCluster``) client to use instead of ``url`` (it
+            must not decode responses); the store does not close it.
+        cluster: ``url`` names a node of a Redis Cluster. A conversation's keys share one
+            hash slot, so every write is still one atomic script.
 
     The client built from ``url`` never retries a command by itself: a write whose reply was
     lost could otherwise land twice. A Redis that is down raises
@@ -129,19 +161,26 @@ class RedisStore(ConversationStore):
         namespace: str = "reasoning-stream",
         timeout: float | None = 10.0,
         client: Any = None,
+        cluster: bool = False,
     ) -> None:
         redis = _redis()
         if not namespace:
             raise UsageError("namespace must be a non-empty str")
-        self.url = _redacted(url)
+        try:
+            check_prefix(namespace, "namespace")
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        self.url = redacted_url(url)
         self.namespace = namespace
+        self.cluster = cluster
         self._owns_client = client is None
         if client is None:
             from redis.backoff import NoBackoff
             from redis.retry import Retry
 
-            client = redis.Redis.from_url(
+            client = connect(
                 url,
+                cluster=cluster,
                 socket_timeout=timeout,
                 socket_connect_timeout=timeout,
                 retry=Retry(NoBackoff(), 0),
@@ -157,13 +196,13 @@ class RedisStore(ConversationStore):
                 ("append", _APPEND),
                 ("pending", _SET_PENDING),
                 ("delete", _DELETE),
+                ("load", _LOAD),
             )
         }
-        prefix = namespace.encode("utf-8")
-        self._head_prefix = prefix + b":conversation:"
-        self._turns_prefix = prefix + b":turns:"
-        self._index = prefix + b":index"
-        self._counter = prefix + b":version"
+        self._prefix = namespace + ":"
+        self._highest = 0
+        """The highest version this object wrote or read (a floor for the next one)."""
+        self._highest_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, namespace={self.namespace!r})"
@@ -175,9 +214,12 @@ class RedisStore(ConversationStore):
 
     # ------------------------------------------------------------------- plumbing
 
-    def _keys(self, conversation_id: str) -> tuple[bytes, bytes]:
-        encoded = conversation_id.encode("utf-8")
-        return self._head_prefix + encoded, self._turns_prefix + encoded
+    def _keys(self, conversation_id: str) -> list[bytes]:
+        """Head, turns and counter of ``conversation_id``: one hash tag, so one slot."""
+        return [
+            tagged_key(self._prefix, conversation_id, part).encode("utf-8")
+            for part in (":conversation", ":turns", ":version")
+        ]
 
     def _call(self, conversation_id: str | None, work: Callable[[], _T]) -> _T:
         subject = "" if conversation_id is None else f" for conversation {conversation_id!r}"
@@ -191,7 +233,7 @@ class RedisStore(ConversationStore):
                     conversation_id=conversation_id,
                 ) from error
             raise StoreError(
-                f"Redis at {self.url} refused a command{subject}: {error}",
+                f"Redis at {self.url} refused a command{subject}: {error}{cluster_hint(error)}",
                 conversation_id=conversation_id,
             ) from error
         except self._errors as error:
@@ -212,11 +254,16 @@ class RedisStore(ConversationStore):
         reply = self._call(conversation_id, lambda: self._scripts[script](keys=keys, args=args))
         outcome = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
         if outcome == "ok":
-            return int(reply[1])
+            return self._seen(int(reply[1]))
         if outcome == "missing":
             raise not_found(conversation_id)
         stored = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
         raise conflict(conversation_id, expected, int(stored) if stored.isdigit() else None)
+
+    def _seen(self, version: int) -> int:
+        with self._highest_lock:
+            self._highest = max(self._highest, version)
+        return version
 
     @staticmethod
     def _expected(expected: int | None) -> str:
@@ -231,58 +278,47 @@ class RedisStore(ConversationStore):
         pending: str | None,
         expected: int | None,
     ) -> int:
-        head, turn_list = self._keys(conversation_id)
         args: list[Any] = [
-            conversation_id.encode("utf-8"),
+            str(self._highest),
             self._expected(expected),
             "0" if pending is None else "1",
             "" if pending is None else pending.encode("utf-8"),
             *(turn.encode("utf-8") for turn in turns),
         ]
-        return self._write(
-            "save", conversation_id, [head, turn_list, self._index, self._counter], args, expected
-        )
+        return self._write("save", conversation_id, self._keys(conversation_id), args, expected)
 
     def _append(
         self, conversation_id: str, turn: str, clears_pending: bool, expected: int | None
     ) -> int:
-        head, turn_list = self._keys(conversation_id)
-        args = [self._expected(expected), turn.encode("utf-8"), "1" if clears_pending else "0"]
-        return self._write(
-            "append", conversation_id, [head, turn_list, self._counter], args, expected
-        )
+        args = [
+            str(self._highest),
+            self._expected(expected),
+            turn.encode("utf-8"),
+            "1" if clears_pending else "0",
+        ]
+        return self._write("append", conversation_id, self._keys(conversation_id), args, expected)
 
     def _set_pending(self, conversation_id: str, pending: str | None, expected: int | None) -> int:
-        head, _ = self._keys(conversation_id)
         args = [
+            str(self._highest),
             self._expected(expected),
             "0" if pending is None else "1",
             "" if pending is None else pending.encode("utf-8"),
         ]
-        return self._write("pending", conversation_id, [head, self._counter], args, expected)
+        return self._write("pending", conversation_id, self._keys(conversation_id), args, expected)
 
     def _delete(self, conversation_id: str, expected: int | None) -> None:
-        head, turn_list = self._keys(conversation_id)
-        args = [self._expected(expected), conversation_id.encode("utf-8")]
-        self._write(
-            "delete", conversation_id, [head, turn_list, self._index, self._counter], args, expected
-        )
+        args = [str(self._highest), self._expected(expected)]
+        self._write("delete", conversation_id, self._keys(conversation_id), args, expected)
 
     def _load(self, conversation_id: str) -> StoredConversation:
-        head, turn_list = self._keys(conversation_id)
-
-        def read() -> list[Any]:
-            with self._client.pipeline(transaction=True) as pipeline:
-                pipeline.hgetall(head)
-                pipeline.lrange(turn_list, 0, -1)
-                replies: list[Any] = pipeline.execute()
-                return replies
-
-        fields, turns = self._call(conversation_id, read)
+        keys = self._keys(conversation_id)[:2]
+        flat, turns = self._call(conversation_id, lambda: self._scripts["load"](keys=keys))
+        fields = dict(zip(flat[::2], flat[1::2], strict=True))
         if not fields:
             raise not_found(conversation_id)
         try:
-            version = int(fields[b"version"])
+            version = self._seen(int(fields[b"version"]))
             length = int(fields[b"length"])
             pending = fields.get(b"pending")
             texts = [turn.decode("utf-8") for turn in turns]
@@ -298,11 +334,17 @@ class RedisStore(ConversationStore):
             ) from error
 
     def _list(self, prefix: str) -> builtins.list[str]:
-        if prefix:
-            encoded = prefix.encode("utf-8")
-            # 0xff never occurs in UTF-8, so it bounds every id that starts with the prefix.
-            low, high = b"[" + encoded, b"(" + encoded + b"\xff"
-        else:
-            low, high = b"-", b"+"
-        ids = self._call(None, lambda: self._client.zrangebylex(self._index, low, high))
-        return [raw.decode("utf-8") for raw in ids]
+        # Percent-encoding is per character, so an id starts with ``prefix`` exactly when its
+        # encoding starts with the prefix's encoding.
+        head = self._prefix + "{"
+        match = glob_escape(head + encode_id(prefix)) + "*" + glob_escape("}:conversation")
+
+        def scan() -> set[bytes]:
+            return set(self._client.scan_iter(match=match.encode("utf-8"), count=1000))
+
+        ids = {
+            decode_id(key.decode("utf-8")[len(head) : -len("}:conversation")])
+            for key in self._call(None, scan)
+        }
+        # Sorted by code point, which is the order of their UTF-8 bytes.
+        return sorted(ids)

@@ -24,7 +24,7 @@ import socket
 import socketserver
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import pairwise
@@ -194,9 +194,9 @@ class _HTTPServer(ThreadingHTTPServer):
     # open hundreds of streams at once.
     request_queue_size = 1024
 
-    def __init__(self, wire: WireServer) -> None:
+    def __init__(self, wire: WireServer, port: int = 0) -> None:
         self.wire = wire
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", port), _Handler)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind resolves the host's FQDN, a reverse DNS lookup
@@ -239,8 +239,9 @@ class _Handler(BaseHTTPRequestHandler):
             name = key.lower()
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         wire = self.server.wire
-        wire._record(RecordedRequest(self.command, self.path, headers, body))
-        reply = wire._next_reply(self.command, self.path)
+        request = RecordedRequest(self.command, self.path, headers, body)
+        wire._record(request)
+        reply = wire._reply_for(request)
         if reply is None:
             self._send_not_found()
         else:
@@ -342,14 +343,28 @@ class WireServer:
     repeats.  Unmatched requests get a 404 JSON error.  Every request, matched or
     not, is appended to :attr:`requests`.
 
+    ``port`` fixes the port (default: a free one), so a gateway's config can name it ahead;
+    ``responder`` chooses a reply from the whole request (its body included) before the
+    routes are asked: it returns a :class:`Reply` or :class:`Transcript`, or ``None`` to let
+    the routes answer.
+
     Use it as a context manager, sync or async::
 
         with WireServer("openai_chat_reasoning") as server:
             client = openai.OpenAI(base_url=server.url + "/v1", api_key="k")
     """
 
-    def __init__(self, *replies: Transcript | Reply | str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        *replies: Transcript | Reply | str | os.PathLike[str],
+        port: int = 0,
+        responder: Callable[[RecordedRequest], Reply | Transcript | None] | None = None,
+    ) -> None:
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be 0 (any free port) or 1-65535, got {port}")
         self.requests: list[RecordedRequest] = []
+        self._port = port
+        self._responder = responder
         self._routes: list[_Route] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -400,11 +415,16 @@ class WireServer:
         return self._server.server_port
 
     def start(self) -> Self:
-        """Bind to an ephemeral port on 127.0.0.1 and serve from a daemon thread."""
+        """Bind to 127.0.0.1 (the given port, else a free one) and serve from a daemon thread."""
         if self._server is not None:
             raise RuntimeError("WireServer is already running")
         self._stopping.clear()
-        server = _HTTPServer(self)
+        try:
+            server = _HTTPServer(self, self._port)
+        except OSError as error:
+            raise OSError(
+                error.errno, f"WireServer cannot listen on 127.0.0.1:{self._port}: {error.strerror}"
+            ) from error
         thread = threading.Thread(
             target=server.serve_forever,
             kwargs={"poll_interval": _ACCEPT_POLL_SECONDS},
@@ -475,6 +495,13 @@ class WireServer:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
+
+    def _reply_for(self, request: RecordedRequest) -> Reply | None:
+        if self._responder is not None:
+            chosen = self._responder(request)
+            if chosen is not None:
+                return chosen if isinstance(chosen, Reply) else Reply(chosen)
+        return self._next_reply(request.method, request.path)
 
     def _next_reply(self, method: str, target: str) -> Reply | None:
         with self._lock:

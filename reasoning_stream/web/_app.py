@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+from anyio.abc import TaskStatus
 
 from .._exceptions import UsageError
 from .._pipe import Prompt
@@ -15,6 +16,7 @@ from ..hub import (
     Hub,
     InvalidEntryIdError,
     Runnable,
+    StreamExistsError,
     StreamExpiredError,
     StreamNotFoundError,
 )
@@ -123,24 +125,31 @@ def create_app(
             prompt = body["prompt"]
         except (ValueError, KeyError, TypeError):
             return PlainTextResponse('send JSON: {"prompt": "..."}', 400)
-        if await anyio.to_thread.run_sync(hub.read, stream_id):
-            return PlainTextResponse(f"stream {stream_id!r} exists; pick a new id", 409)
         group = runs.get("group")
         if group is None:
             return PlainTextResponse("the app's lifespan is not running", 503)
         runnable = start(prompt)
 
-        async def run() -> None:
+        async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            claim = _Claim(task_status)
             try:
-                await hub.arun(stream_id, runnable, prompt)
-            except Exception:  # the run's end and status are in the stream's final entry
+                await hub.arun(stream_id, runnable, prompt, task_status=claim)
+            except Exception:
+                if not claim.claimed:
+                    raise  # to the POST: the id is taken (409) or refused
+                # The run's end and status are in the stream's final entry.
                 import logging
 
                 logging.getLogger("reasoning_stream.web").info(
                     "run %r ended with an error", stream_id, exc_info=True
                 )
 
-        group.start_soon(run)
+        try:
+            # Returns once the hub claimed the id: a second POST of it, even before this
+            # run published anything, finds it taken.
+            await group.start(run)
+        except StreamExistsError as error:
+            return PlainTextResponse(f"{error}", 409)
         return JSONResponse({"stream_id": stream_id, "url": f"/streams/{stream_id}"}, 202)
 
     route_list: list[Any] = [Route("/streams/{stream_id}", stream, methods=["GET"])]
@@ -210,6 +219,18 @@ class _KeepAlive:
         if failure is not None:
             raise failure
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _Claim:
+    """Passes ``started()`` on to a task status, remembering that the run claimed its id."""
+
+    def __init__(self, status: TaskStatus[None]) -> None:
+        self._status = status
+        self.claimed = False
+
+    def started(self, value: None = None) -> None:
+        self.claimed = True
+        self._status.started(value)
 
 
 async def _events(

@@ -13,7 +13,7 @@ import redis
 from reasoning_stream import TextDelta
 from reasoning_stream.hub import RedisHub
 from reasoning_stream.hub._follow import Follower, Subscription
-from reasoning_stream.hub._redis_codec import decode_entry
+from reasoning_stream.hub._redis_codec import decode_entry, stream_keys
 from reasoning_stream.testing import ScriptedPipe
 
 
@@ -44,7 +44,7 @@ def test_a_reader_joining_behind_an_in_flight_read_gets_everything(redis_url: st
     stream_id = f"follow-{uuid.uuid4().hex}"
     hub.run(stream_id, ScriptedPipe([TextDelta(f"{n} ") for n in range(10)]), "go")
     total = len(hub.read(stream_id))
-    key = hub.prefix + stream_id
+    key = stream_keys(hub.prefix, stream_id)[0]
     held = HeldReads(redis_url)
     control = redis.Redis.from_url(redis_url)
     follower = Follower(lambda: held, control, decode_entry, redis_url)

@@ -19,6 +19,7 @@ import pytest
 
 from reasoning_stream import ReasoningDelta, ReasoningStream, TextDelta, UsageError
 from reasoning_stream.hub import Entry, RedisHub
+from reasoning_stream.hub._redis_codec import stream_keys
 from reasoning_stream.testing import ScriptedPipe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +108,7 @@ async def test_a_writer_killed_before_its_first_entry(redis_url: str, reader_hub
     child = writer(redis_url, stream_id, first_pause=30)
     try:
         deadline = time.monotonic() + 20
-        while not reader_hub._reader_client.exists(reader_hub.prefix + stream_id + ":run"):
+        while not reader_hub._reader_client.exists(stream_keys(reader_hub.prefix, stream_id)[1]):
             assert time.monotonic() < deadline and child.poll() is None
             await anyio.sleep(0.02)
         child.send_signal(signal.SIGKILL)

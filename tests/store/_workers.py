@@ -14,7 +14,7 @@ def open_store(address: tuple[str, str, str]) -> ConversationStore:
     kind, where, namespace = address
     if kind == "sqlite":
         return SQLiteStore(where)
-    return RedisStore(where, namespace=namespace)
+    return RedisStore(where, namespace=namespace, cluster=kind == "redis-cluster")
 
 
 def append_turns(

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from reasoning_stream.store import ConversationStore, RedisStore, SQLiteStore
-from tests.redis_server import redis_server, redis_url
+from tests.redis_server import redis_cluster_url, redis_server, redis_url
 
-__all__ = ["redis_server", "redis_url", "store_address"]
+__all__ = ["redis_cluster_url", "redis_server", "redis_url", "store_address"]
 
 
 StoreFactory = Callable[[], ConversationStore]
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -34,6 +34,9 @@ def make_store(
         store: ConversationStore
         if store_kind == "sqlite":
             store = SQLiteStore(tmp_path / "conversations.db")
+        elif store_kind == "redis-cluster":
+            url = request.getfixturevalue("redis_cluster_url")
+            store = RedisStore(url, namespace=namespace, cluster=True)
         else:
             store = RedisStore(request.getfixturevalue("redis_url"), namespace=namespace)
         opened.append(store)
@@ -55,4 +58,4 @@ def store_address(store: ConversationStore) -> tuple[str, str, str]:
     if isinstance(store, SQLiteStore):
         return ("sqlite", store.path, "")
     assert isinstance(store, RedisStore)
-    return ("redis", store.url, store.namespace)
+    return ("redis-cluster" if store.cluster else "redis", store.url, store.namespace)

@@ -81,7 +81,8 @@ def redis_replace(store: RedisStore, key: str) -> None:
 
 
 def ns(store: RedisStore, kind: str) -> str:
-    return f"{store.namespace}:{kind}:bad"
+    """The key of part ``kind`` of conversation ``bad`` (the layout in ``store/_redis.py``)."""
+    return f"{store.namespace}:{{bad}}:{kind}"
 
 
 REDIS_DAMAGE: dict[str, Callable[[RedisStore], None]] = {

@@ -968,3 +968,37 @@ def test_url_requires_a_running_server() -> None:
         assert server.routes() == [("POST", "/v1/chat/completions", 1)]
         with pytest.raises(RuntimeError):
             server.start()
+
+
+# --------------------------------------------------------------------------- port, responder
+
+
+def test_a_fixed_port_is_the_port_it_listens_on() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    with WireServer("openai_chat_oneshot", port=port) as server:
+        assert server.port == port and server.url == f"http://127.0.0.1:{port}"
+        assert httpx.post(server.url + "/v1/chat/completions", json={}, timeout=5).status_code
+    with pytest.raises(ValueError, match="port"):
+        WireServer(port=70000)
+
+
+def test_a_busy_port_names_itself() -> None:
+    with WireServer() as taken, pytest.raises(OSError, match=str(taken.port)):
+        WireServer(port=taken.port).start()
+
+
+def test_the_responder_chooses_from_the_body_and_none_falls_back_to_the_routes() -> None:
+    plain = Transcript(path="/any", format="json", events=[{"answer": "from the responder"}])
+
+    def choose(request: RecordedRequest) -> Transcript | None:
+        return plain if request.body and request.json().get("pick") else None
+
+    with WireServer(Transcript(path="/any", format="json", events=[{"answer": "route"}]),
+                    responder=choose) as server:  # fmt: skip
+        picked = httpx.post(server.url + "/whatever", json={"pick": True}, timeout=5)
+        routed = httpx.post(server.url + "/any", json={"pick": False}, timeout=5)
+    assert picked.json() == {"answer": "from the responder"}
+    assert routed.json() == {"answer": "route"}
+    assert [request.path for request in server.requests] == ["/whatever", "/any"]
