@@ -102,8 +102,9 @@ class _Sink(Protocol):
 
     def put_event(self, event: Event) -> None: ...
 
-    def finish(self, status: Status) -> _Failure | None:
-        """Write the final entry; say what was not published, if anything."""
+    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
+        """Write the final entry (``error``: why a failed run failed); say what was not
+        published, if anything."""
         ...
 
 
@@ -135,6 +136,9 @@ class Hub:
 
     maxlen: int
     ttl: float | None
+    first_entry_id: str
+    """The id of every stream's first entry: a reader whose first entry has another id
+    starts where retention trimmed the stream."""
 
     # ------------------------------------------------------------------ storage (subclasses)
 
@@ -144,8 +148,10 @@ class Hub:
     async def _aopen(self, stream_id: str) -> _Sink:
         return self._open(stream_id)
 
-    async def _afinish(self, sink: _Sink, status: Status) -> _Failure | None:
-        return sink.finish(status)
+    async def _afinish(
+        self, sink: _Sink, status: Status, error: str | None = None
+    ) -> _Failure | None:
+        return sink.finish(status, error)
 
     def read(self, stream_id: str, after: str | None = None) -> list[Entry]:
         """The entries of ``stream_id`` there now (past ``after``), without waiting."""
@@ -160,6 +166,10 @@ class Hub:
     def check_entry_id(self, entry_id: str) -> None:
         """Raise :class:`InvalidEntryIdError` unless ``entry_id`` has this hub's id shape."""
         raise NotImplementedError
+
+    def check_stream_id(self, stream_id: str) -> None:
+        """Raise ``UsageError`` naming the rule unless this hub can run ``stream_id``."""
+        _check_stream_id(stream_id)
 
     # --------------------------------------------------------------------------- running
 
@@ -178,7 +188,7 @@ class Hub:
         succeeded but the hub could not publish everything, :class:`PublishError` carries the
         result as ``.result``.
         """
-        _check_stream_id(stream_id)
+        self.check_stream_id(stream_id)
         sink = self._open(stream_id)
         before = runnable.last_result
         attachment = _Attachment(runnable, sink)
@@ -186,7 +196,8 @@ class Hub:
             result: PipeResult | PipelineResult = runnable.run(prompt)
         except BaseException as error:
             attachment.detach()
-            failure = sink.finish(_status_after(runnable, before, error, sink))
+            status = _status_after(runnable, before, error, sink)
+            failure = sink.finish(status, failure_reason(error) if status == "error" else None)
             _note_failure(error, failure)
             raise
         attachment.detach()
@@ -226,7 +237,7 @@ class Hub:
         prompt)`` returns when the run owns its id, and raises :class:`StreamExistsError` in
         the caller when another run has it.
         """
-        _check_stream_id(stream_id)
+        self.check_stream_id(stream_id)
         sink = await self._aopen(stream_id)
         task_status.started()
         before = runnable.last_result
@@ -236,11 +247,12 @@ class Hub:
         except BaseException as error:
             attachment.detach()
             status = _status_after(runnable, before, error, sink)
+            reason = failure_reason(error) if status == "error" else None
             failure: _Failure | None = _Failure(
                 f"the final entry of stream {stream_id!r} was not written in time", 1
             )
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSING_TIMEOUT):
-                failure = await self._afinish(sink, status)
+                failure = await self._afinish(sink, status, reason)
             _note_failure(error, failure)
             raise
         attachment.detach()
@@ -260,6 +272,25 @@ def _check_stream_id(stream_id: str) -> None:
             f"stream_id must be 1 to 200 printable characters without spaces, '/' or halves "
             f"of UTF-16 pairs, got {stream_id!r}"
         )
+
+
+_REASON_LIMIT = 1000
+"""Most characters of a failed run's reason kept in its final entry."""
+
+
+def failure_reason(error: BaseException) -> str:
+    """Why a run failed, for its final entry (``Entry.error``) and logs: type and message.
+
+    Library errors never carry secrets (providers redact keys and URL passwords); as a last
+    guard, a URL's ``user:password@`` is blanked here too, so no reader ever sees one.
+
+    >>> failure_reason(ValueError("bad https://u:pw@example.com/v1 answer"))
+    'ValueError: bad https://***@example.com/v1 answer'
+    """
+    from .._redact import redact_url_credentials
+
+    text = redact_url_credentials(f"{type(error).__name__}: {error}")
+    return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
 
 
 def _status_after(runnable: Runnable, before: object, error: BaseException, sink: _Sink) -> Status:
