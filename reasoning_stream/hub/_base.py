@@ -110,8 +110,9 @@ class _Sink(Protocol):
 
     def put_event(self, event: Event) -> None: ...
 
-    def finish(self, status: Status) -> _Failure | None:
-        """Write the final entry; say what was not published, if anything."""
+    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
+        """Write the final entry (``error``: why a failed run failed); say what was not
+        published, if anything."""
         ...
 
 
@@ -150,6 +151,9 @@ class Hub:
 
     maxlen: int
     ttl: float | None
+    first_entry_id: str
+    """The id of every stream's first entry: a reader whose first entry has another id
+    starts where retention trimmed the stream."""
 
     # ------------------------------------------------------------------ storage (subclasses)
 
@@ -159,8 +163,10 @@ class Hub:
     async def _aopen(self, stream_id: str) -> _Sink:
         return self._open(stream_id)
 
-    async def _afinish(self, sink: _Sink, status: Status) -> _Failure | None:
-        return sink.finish(status)
+    async def _afinish(
+        self, sink: _Sink, status: Status, error: str | None = None
+    ) -> _Failure | None:
+        return sink.finish(status, error)
 
     def read(self, stream_id: str, after: str | None = None) -> list[Entry]:
         """The entries of ``stream_id`` there now (past ``after``), without waiting."""
@@ -175,6 +181,10 @@ class Hub:
     def check_entry_id(self, entry_id: str) -> None:
         """Raise :class:`InvalidEntryIdError` unless ``entry_id`` has this hub's id shape."""
         raise NotImplementedError
+
+    def check_stream_id(self, stream_id: str) -> None:
+        """Raise ``UsageError`` naming the rule unless this hub can run ``stream_id``."""
+        _check_stream_id(stream_id)
 
     # --------------------------------------------------------------------------- stopping
 
@@ -246,7 +256,7 @@ class Hub:
         the run even while its model is silent: a stopped run returns its result with a
         cancelled status (see :mod:`._stop` for how).
         """
-        _check_stream_id(stream_id)
+        self.check_stream_id(stream_id)
         # The pipe runs in a worker thread, where it cannot see the caller's loop: warn here.
         if not self.__dict__.get("_warned_loop") and warn_if_loop_running(self, "run", "arun"):
             self._warned_loop = True
@@ -302,7 +312,7 @@ class Hub:
         the caller when another run has it. A run ended by :meth:`stop` returns its result,
         with a cancelled status, instead of raising.
         """
-        _check_stream_id(stream_id)
+        self.check_stream_id(stream_id)
         sink = await self._aopen(stream_id)
         task_status.started()
         before = runnable.last_result
@@ -317,11 +327,12 @@ class Hub:
             except BaseException as error:
                 attachment.detach()
                 status = _status_after(runnable, before, error, sink)
+                reason = failure_reason(error) if status == "error" else None
                 failure: _Failure | None = _Failure(
                     f"the final entry of stream {stream_id!r} was not written in time", 1
                 )
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSING_TIMEOUT):
-                    failure = await self._afinish(sink, status)
+                    failure = await self._afinish(sink, status, reason)
                 _note_failure(error, failure)
                 raise
             attachment.detach()
@@ -375,7 +386,8 @@ def _settle(
         return _conclude(_abandon(sink, control), stopped)
     error = worker.error
     if error is not None and not isinstance(error, Stopped):
-        failure = sink.finish(_status_after(runnable, before, error, sink))
+        status = _status_after(runnable, before, error, sink)
+        failure = sink.finish(status, failure_reason(error) if status == "error" else None)
         _note_failure(error, failure)
         raise error
     if error is not None:
@@ -439,6 +451,25 @@ def _check_stream_id(stream_id: str) -> None:
             f"stream_id must be 1 to 200 printable characters without spaces, '/' or halves "
             f"of UTF-16 pairs, got {stream_id!r}"
         )
+
+
+_REASON_LIMIT = 1000
+"""Most characters of a failed run's reason kept in its final entry."""
+
+
+def failure_reason(error: BaseException) -> str:
+    """Why a run failed, for its final entry (``Entry.error``) and logs: type and message.
+
+    Library errors never carry secrets (providers redact keys and URL passwords); as a last
+    guard, a URL's ``user:password@`` is blanked here too, so no reader ever sees one.
+
+    >>> failure_reason(ValueError("bad https://u:pw@example.com/v1 answer"))
+    'ValueError: bad https://***@example.com/v1 answer'
+    """
+    from .._redact import redact_url_credentials
+
+    text = redact_url_credentials(f"{type(error).__name__}: {error}")
+    return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
 
 
 def _status_after(runnable: Runnable, before: object, error: BaseException, sink: _Sink) -> Status:

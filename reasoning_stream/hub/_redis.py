@@ -79,6 +79,8 @@ class RedisHub(Hub):
     :class:`PublishError` with the result.
     """
 
+    first_entry_id = "0-1"
+
     def __init__(
         self,
         url: str = "redis://127.0.0.1:6379/0",
@@ -245,9 +247,11 @@ class RedisHub(Hub):
     async def _aopen(self, stream_id: str) -> RedisSink:
         return await anyio.to_thread.run_sync(self._open, stream_id)
 
-    async def _afinish(self, sink: Any, status: Status) -> _Failure | None:
-        finish: Callable[[Status], _Failure | None] = sink.finish
-        return await anyio.to_thread.run_sync(finish, status)
+    async def _afinish(
+        self, sink: Any, status: Status, error: str | None = None
+    ) -> _Failure | None:
+        finish: Callable[[Status, str | None], _Failure | None] = sink.finish
+        return await anyio.to_thread.run_sync(finish, status, error)
 
     # ------------------------------------------------------------------------ stopping
 

@@ -10,7 +10,8 @@ two parts collide, and no key meets a ``RedisStore``'s under the same prefix.
   point can be checked against what retention kept. Fields: ``c`` the chunk (left out when
   empty); the event as ``r`` (reasoning delta text) or ``t`` (text delta text) with ``o`` its
   source, or ``e`` any other event as JSON; ``R`` or ``T`` for a delta whose chunk is its
-  own text (then no ``c``: the text is stored once); ``s`` the status (final entry only).
+  own text (then no ``c``: the text is stored once); ``s`` the status (final entry only),
+  with ``x`` why a failed run failed (``Entry.error``).
 - ``<prefix>{<id>}:run``: the claim, a hash created when a run starts (only if absent), so
   a stream id is used once: ``owner`` (a random token, present while the run is running),
   ``writer`` (host and pid, for messages), ``lease`` (seconds) and ``close`` (the marker that
@@ -150,7 +151,9 @@ def past(after: str | None) -> str:
     return "-" if after is None else f"({after}"
 
 
-def entry_fields(chunk: str, event: Event | None, status: Status | None) -> list[str]:
+def entry_fields(
+    chunk: str, event: Event | None, status: Status | None, error: str | None = None
+) -> list[str]:
     """An entry as XADD field/value pairs; deltas skip JSON (they are nearly every entry).
 
     A delta whose chunk is its own text (no marker, nothing escaped: nearly every entry)
@@ -180,6 +183,8 @@ def entry_fields(chunk: str, event: Event | None, status: Status | None) -> list
         fields += ("c", chunk)
     if status is not None:
         fields += ("s", status)
+        if error is not None:
+            fields += ("x", error)
     return fields
 
 

@@ -82,3 +82,31 @@ def test_delete_stops_a_silent_run_of_a_memory_hub() -> None:
         assert client.delete(f"{base}/streams/chat-1").status_code == 404
         assert client.delete(f"{base}/streams/chat-2").status_code == 404
         assert client.delete(f"{base}/streams/a%20b").status_code == 400
+
+
+def test_delete_follows_the_safety_rules_of_a_post() -> None:
+    """A foreign Origin may not stop a run (403), a foreign Host gets nothing (400); the
+    run goes on. The app's own origin, and a listed one, may."""
+    hub = MemoryHub()
+
+    def start(prompt: object) -> ScriptedPipe:
+        return ScriptedPipe([ReasoningDelta("hmm"), 60.0])
+
+    app = create_app(hub, timeout=2, start=start, allowed_origins=["https://ui.example"])
+    with serve(app) as base, httpx.Client(timeout=10) as client:
+        for stream_id in ("chat-1", "chat-2"):
+            assert (
+                client.post(f"{base}/streams/{stream_id}", json={"prompt": "x"}).status_code == 202
+            )
+        foreign = client.delete(
+            f"{base}/streams/chat-1", headers={"origin": "https://evil.example"}
+        )
+        assert foreign.status_code == 403 and "may not start or stop runs" in foreign.text
+        rebound = client.delete(f"{base}/streams/chat-1", headers={"host": "evil.example"})
+        assert rebound.status_code == 400
+        assert not any(entry.final for entry in hub.read("chat-1"))  # still running
+        own = client.delete(f"{base}/streams/chat-1", headers={"origin": base})
+        assert own.status_code == 200
+        listed = client.delete(f"{base}/streams/chat-2", headers={"origin": "https://ui.example"})
+        assert listed.status_code == 200
+        assert listed.headers["access-control-allow-origin"] == "https://ui.example"
