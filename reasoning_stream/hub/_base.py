@@ -382,6 +382,7 @@ def _settle(
     """Write a sync run's final entry from how its worker ended (or was left behind)."""
     if not worker.done.is_set() and not worker.abandon():
         # The model is silent: end its stream here and leave its thread behind.
+        _end_silent(runnable, control)
         stopped = _stopped_result(runnable, sink)
         return _conclude(_abandon(sink, control), stopped)
     error = worker.error
@@ -395,6 +396,22 @@ def _settle(
         return _conclude(sink.finish(stopped.status), stopped)
     assert worker.result is not None
     return _conclude(sink.finish(worker.result.status), worker.result)
+
+
+def _end_silent(runnable: Runnable, control: RunControl) -> None:
+    """End the channel of a silent stopped run from this thread: its running pipe's
+    ``emit_stream_end`` releases what the escaper holds and closes the open segment, through
+    the run's callbacks (into the stream) and its capture (into the result). Its own thread
+    is blocked in the model's silence meanwhile; what it does after that goes nowhere."""
+    control.raised = True  # the closing chunks pass the gate
+    pipes = runnable.pipes if isinstance(runnable, Pipeline) else (runnable,)
+    for pipe in pipes:
+        channel = pipe._channel
+        if channel is not pipe._idle:
+            with contextlib.suppress(Exception):  # best effort: _abandon still balances
+                pipe.emit_stream_end()
+                channel.end()  # what the run's own end would do: flush the escaper
+                pipe._deliver_now(channel)
 
 
 def _abandon(sink: _Sink, control: RunControl) -> _Failure | None:

@@ -10,8 +10,8 @@ on a ``RedisHub``, a stop request that another process published) calls ``reques
   a worker thread and the calling thread waits: the stop raises in the run's own streaming
   callback at the next chunk (a flag checked between events, so the pipe closes its segment and
   ends with a cancelled status by itself), and wakes the calling thread, which waits
-  :data:`STOP_GRACE` seconds for that and otherwise ends the stream itself (the closing marker
-  if reasoning was open, then the final entry) and returns; the silent model's thread is left
+  :data:`STOP_GRACE` seconds for that and otherwise ends the run's channel itself (what the
+  escaper holds, the closing marker if reasoning was open, then the final entry) and returns; the silent model's thread is left
   to finish its blocking call, and whatever it produces after that is dropped.
 """
 
