@@ -62,6 +62,7 @@ def test_the_shipped_data_is_there() -> None:
     files = data_files()
     assert "py.typed" in files
     assert "web/page.html" in files
+    assert "profiles/catalogue.toml" in files
     assert any(name.startswith("transcripts/demo_") for name in files)
     for pattern in PYPROJECT["tool"]["setuptools"]["package-data"]["reasoning_stream"]:
         assert glob.glob(pattern, root_dir=PACKAGE_DIR), f"package-data glob {pattern!r} is dead"
