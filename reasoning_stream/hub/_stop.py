@@ -11,8 +11,9 @@ on a ``RedisHub``, a stop request that another process published) calls ``reques
   callback at the next chunk (a flag checked between events, so the pipe closes its segment and
   ends with a cancelled status by itself), and wakes the calling thread, which waits
   :data:`STOP_GRACE` seconds for that and otherwise ends the run's channel itself (what the
-  escaper holds, the closing marker if reasoning was open, then the final entry) and returns; the silent model's thread is left
-  to finish its blocking call, and whatever it produces after that is dropped.
+  escaper holds, the closing marker if reasoning was open, then the final entry) and
+  returns; the silent model's thread is left to finish its blocking call, and whatever it
+  produces after that is dropped.
 """
 
 from __future__ import annotations
