@@ -25,6 +25,10 @@ two parts collide, and no key meets a ``RedisStore``'s under the same prefix.
   ``"error"`` and ``x`` the reason (``Entry.error``). A writer that comes back after that is
   fenced off by its token and gets :class:`PublishError`.
 
+Stopping (``hub.stop``): the ``STOP`` script marks the claim (``stop``, so a second stop
+says False) and publishes the stream id on ``<prefix>stop`` (:func:`stop_channel`), the
+channel every ``RedisHub`` that runs a stream listens on; the one running it cancels the run.
+
 This module is the format only (pure functions and the scripts' text); the writer thread is
 in ``_redis_writer``, the reading side in ``_redis_reader``, and ``_redis`` wires them.
 """
@@ -48,6 +52,7 @@ __all__ = [
     "CLAIM",
     "KEYS_LOST",
     "LEASE_LOST",
+    "STOP",
     "STREAM_LOST",
     "HubSettings",
     "check_entry_id",
@@ -58,6 +63,7 @@ __all__ = [
     "import_redis",
     "past",
     "seq",
+    "stop_channel",
     "stream_keys",
     "ttl_seconds",
 ]
@@ -101,6 +107,15 @@ def stream_keys(prefix: str, stream_id: str) -> list[str]:
     """
     key = tagged_key(prefix, stream_id)
     return [key, key + ":run", key + ":lease"]
+
+
+def stop_channel(prefix: str) -> str:
+    """The pub/sub channel stop requests go out on (the stream id is the message).
+
+    >>> stop_channel("rs:")
+    'rs:stop'
+    """
+    return prefix + "stop"
 
 
 def id_of(prefix: str, key: str) -> str:
@@ -282,3 +297,15 @@ STREAM_LOST = (
     "not got them), so its entries and its end are lost"
 )
 """What the readers and the writer of a stream whose keys vanished say (``str.format``)."""
+
+STOP = """
+-- KEYS: the stream, its claim, its lease. ARGV: the stop channel, the stream id.
+-- Returns 1 when this call asked the running writer to stop, 0 when the stream is not
+-- running (finished, unknown, its writer lost) or a stop was asked for already.
+if not redis.call('HGET', KEYS[2], 'owner') then return 0 end
+if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
+if redis.call('HSETNX', KEYS[2], 'stop', '1') == 0 then return 0 end
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1
+"""
+"""Asks the writer of a running stream to stop, exactly once (the writer's hub listens)."""

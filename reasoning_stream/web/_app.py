@@ -25,6 +25,7 @@ from ..hub import (
 from ..hub._base import failure_reason
 from ._guard import LOOPBACK_HOSTS, BodyError, HostCheck, origin_refusal, read_json
 from ._protocols import PROTOCOLS, ProtocolName, SSEEvent, translator_for
+from ._stop import stop_endpoint
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -74,10 +75,11 @@ def create_app(
     With ``start``, a callable that builds a pipe or pipeline for a prompt, the app also takes
     ``POST /streams/{stream_id}`` with ``{"prompt": "..."}`` and runs it through the hub in
     the background: 202 once the id is claimed, 409 when it is taken (by a finished run or
-    one still running). A failed run's reason (the error's type and message, never a secret)
-    ends its stream in every protocol and is logged on ``reasoning_stream.web``. ``routes``
-    are added as they are. ``retry`` (seconds) is sent as the SSE ``retry:`` field: how soon
-    a browser reconnects.
+    one still running). ``DELETE /streams/{stream_id}`` stops a run wherever it runs
+    (``hub.astop``): 200, or 404 when there is none to stop. A failed run's reason (the
+    error's type and message, never a secret) ends its stream in every protocol and is
+    logged on ``reasoning_stream.web``. ``routes`` are added as they are. ``retry``
+    (seconds) is sent as the SSE ``retry:`` field: how soon a browser reconnects.
 
     Safety defaults, so that neither a page on another site nor a DNS-rebinding name can
     start runs (which spend the API key) or read streams:
@@ -87,8 +89,9 @@ def create_app(
       ``["*"]`` serves any name: unsafe, for a proxy that checks ``Host`` itself.
     - A POST must be ``Content-Type: application/json`` (else 415; a cross-site page cannot
       send JSON without a CORS preflight), and its ``Origin``, when sent, must be the app's
-      own or one of ``allowed_origins`` (else 403). Listing origins also answers their CORS
-      requests, so a UI served elsewhere can post and read; ``["*"]`` allows any (unsafe).
+      own or one of ``allowed_origins`` (else 403), and so must a DELETE's. Listing origins
+      also answers their CORS requests, so a UI served elsewhere can post, stop and read;
+      ``["*"]`` allows any (unsafe).
     - Bodies over ``max_body`` bytes are 413; JSON that is malformed or nests deeper than 64
       levels is 400, and so is a prompt that is neither a string nor a list of message
       objects, or a ``stream_id`` the hub refuses (the message says why).
@@ -198,7 +201,14 @@ def create_app(
             return PlainTextResponse(str(error), 409)
         return JSONResponse({"stream_id": stream_id, "url": f"/streams/{stream_id}"}, 202)
 
-    route_list: list[Any] = [Route("/streams/{stream_id}", stream, methods=["GET"])]
+    route_list: list[Any] = [
+        Route("/streams/{stream_id}", stream, methods=["GET"]),
+        Route(
+            "/streams/{stream_id}",
+            stop_endpoint(hub, lambda request: origin_refusal(request, origins)),
+            methods=["DELETE"],
+        ),
+    ]
     if start is not None:
         route_list.append(Route("/streams/{stream_id}", post, methods=["POST"]))
     route_list += routes or []
@@ -208,7 +218,7 @@ def create_app(
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(origins),
-                allow_methods=["GET", "POST"],
+                allow_methods=["GET", "POST", "DELETE"],
                 allow_headers=["content-type", "last-event-id"],
             )
         )

@@ -111,7 +111,8 @@ def _origin_key(origin: str) -> tuple[str, str, int | None] | None:
 
 
 def origin_refusal(request: Request, allowed_origins: Sequence[str]) -> str | None:
-    """Why ``request`` (a POST) may not start a run, from its ``Origin``; None when it may.
+    """Why ``request`` (a POST or a DELETE) may not start or stop a run, from its
+    ``Origin``; None when it may.
 
     A browser sends ``Origin`` with every POST; a request without one is not a cross-site
     page's (curl, a server) and passes. The app's own origin (its scheme and ``Host``, which
@@ -126,8 +127,8 @@ def origin_refusal(request: Request, allowed_origins: Sequence[str]) -> str | No
     if key is not None and (key == own or key in {_origin_key(o) for o in allowed_origins}):
         return None
     return (
-        f"Origin {origin[:100]!r} may not start runs here: only the app's own page and the "
-        "origins in create_app(allowed_origins=[...]) may"
+        f"Origin {origin[:100]!r} may not start or stop runs here: only the app's own page "
+        "and the origins in create_app(allowed_origins=[...]) may"
     )
 
 
