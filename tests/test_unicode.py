@@ -24,12 +24,13 @@ from reasoning_stream import Conversation, ReasoningDelta, ReasoningStream, Text
 from reasoning_stream.hub import Hub, MemoryHub, RedisHub
 from reasoning_stream.store import ConversationStore, RedisStore, SQLiteStore
 from reasoning_stream.testing import ScriptedPipe
+from tests.helpers import examples
 from tests.redis_server import redis_cluster_url, redis_url
 
 __all__ = ["redis_cluster_url", "redis_url"]
 
 LAW = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -192,7 +193,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Conversati
         opened.close()
 
 
-@settings(LAW, max_examples=25)
+@settings(LAW, max_examples=examples(25))
 @given(split_script())
 def test_hubs_publish_the_channel_the_callback_saw(
     hub: Hub, script: list[tuple[bool, str]]
@@ -207,7 +208,7 @@ def test_hubs_publish_the_channel_the_callback_saw(
     check(script, "".join(chunks), result)
 
 
-@settings(LAW, max_examples=25)
+@settings(LAW, max_examples=examples(25))
 @given(split_script())
 def test_stores_keep_the_answer_the_result_holds(
     store: ConversationStore, script: list[tuple[bool, str]]

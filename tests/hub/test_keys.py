@@ -21,6 +21,7 @@ from reasoning_stream.hub import RedisHub, StreamExistsError
 from reasoning_stream.hub._redis_codec import stream_keys
 from reasoning_stream.store import RedisStore
 from reasoning_stream.testing import ScriptedPipe
+from tests.helpers import examples
 from tests.redis_server import RedisServer, redis_cluster_url
 
 __all__ = ["redis_cluster_url"]
@@ -39,7 +40,7 @@ def store_keys(store: RedisStore, conversation_id: str) -> list[str]:
     return [key.decode() for key in store._keys(conversation_id)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(ids, min_size=2, max_size=6, unique=True))
 def test_no_two_ids_or_parts_share_a_key_and_one_id_shares_one_slot(names: list[str]) -> None:
     """Any ids, hub and store under the same prefix: every key is distinct; the keys of one id

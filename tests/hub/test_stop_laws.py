@@ -22,6 +22,7 @@ from reasoning_stream import ReasoningStream
 from reasoning_stream.hub import MemoryHub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.testing.hypothesis_strategies import event_scripts, expected_from_script
+from tests.helpers import examples
 
 SILENCE = 60.0
 
@@ -53,7 +54,7 @@ def check(hub: MemoryHub, stream_id: str, prefix: list[Any], result: Any) -> Non
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prefix=event_scripts(max_size=12))
 def test_an_async_run_stopped_while_silent_ends_cancelled_and_balanced(
     backend: str, prefix: list[Any]
@@ -79,7 +80,7 @@ def test_an_async_run_stopped_while_silent_ends_cancelled_and_balanced(
     assert hub.stop(stream_id) is False
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prefix=event_scripts(max_size=12), stop_early=st.booleans())
 def test_a_sync_run_stopped_while_silent_ends_cancelled_and_balanced(
     prefix: list[Any], stop_early: bool
