@@ -11,10 +11,16 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 
+import anyio
 import pytest
 
-from reasoning_stream import ProviderError
-from reasoning_stream.providers import AnthropicPipe, OllamaPipe, OpenAIChatPipe
+from reasoning_stream import MalformedStreamError, ProviderError
+from reasoning_stream.providers import (
+    AnthropicPipe,
+    OllamaPipe,
+    OpenAIChatPipe,
+    OpenAIResponsesPipe,
+)
 from reasoning_stream.providers._pipe import ProviderPipe
 from reasoning_stream.testing._wire import WireServer
 
@@ -122,3 +128,47 @@ def test_other_providers_name_the_url_they_could_not_reach(make, shape) -> None:
     message = str(_failure(make(url)))
     assert f"cannot connect to {url}" in message
     assert shape in message
+
+
+# ---------------------------------------------------- stream=False answered with a stream
+
+ONE_SHOT_ANSWERED_WITH_A_STREAM = {
+    "openai-chat": (
+        "openai_chat_reasoning_content",
+        lambda url, transport: OpenAIChatPipe(
+            "o4-mini", base_url=url + "/v1", api_key=KEY, stream=False, transport=transport
+        ),
+    ),
+    "openai-responses": (
+        "openai_responses_summary",
+        lambda url, transport: OpenAIResponsesPipe(
+            "o4-mini", base_url=url + "/v1", api_key=KEY, stream=False, transport=transport
+        ),
+    ),
+    "anthropic": (
+        "anthropic_thinking",
+        lambda url, transport: AnthropicPipe(
+            "claude-sonnet-4-5", base_url=url, api_key=KEY, stream=False, transport=transport
+        ),
+    ),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("provider", sorted(ONE_SHOT_ANSWERED_WITH_A_STREAM))
+async def test_a_stream_answering_a_one_shot_request_is_a_malformed_stream_error(
+    provider: str, transport: str
+) -> None:
+    """Not a silent empty ``completed`` result: the SDKs hand back the body as text."""
+    transcript, make = ONE_SHOT_ANSWERED_WITH_A_STREAM[provider]
+    with WireServer(transcript) as wire:
+        for run in ("run", "arun"):
+            pipe = make(wire.url, transport)
+            with pytest.raises(MalformedStreamError) as caught:
+                if run == "run":
+                    await anyio.to_thread.run_sync(pipe.run, "hi")
+                else:
+                    await pipe.arun("hi")
+            assert "answered with an event stream although stream=False" in str(caught.value)
+            assert caught.value.result is not None and caught.value.result.status == "error"

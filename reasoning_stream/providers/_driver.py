@@ -22,6 +22,7 @@ from .._events import Event
 from .._pipe import Pipe, Prompt
 from ..conversation._history import check_passback, check_prompt
 from ._clients import Clients, require
+from ._errors import unparsed_reply
 from ._transports.base import AsyncSource, Call, Source
 
 __all__ = ["Driver", "Translator", "require"]
@@ -194,13 +195,24 @@ class Driver(Clients, Pipe):
                     if owned:
                         await self.aclose_client(client)
 
+    def _parsed(self, response: Any) -> Any:
+        """``response`` if the SDK parsed it; a body it left as text is a ``MalformedStreamError``.
+
+        The SDKs hand back the raw text of a reply that is not JSON (an event stream a server
+        sent although the request asked for none, an HTML page) instead of raising.
+        """
+        if not isinstance(response, str | bytes):
+            return response
+        text = response.decode("utf-8", "replace") if isinstance(response, bytes) else response
+        raise unparsed_reply(self.provider or self.name, text)
+
     def _iter_response(self, prompt: Prompt) -> Iterator[Event]:
         """One non-streaming request with the sync client; its events, read at once."""
         client = self.sync_client()
         translator = self.translator()
         try:
             response = self.create_response(client, prompt)
-            events = translator.read_response(response)
+            events = translator.read_response(self._parsed(response))
         finally:
             self.set_response_id(translator.response_id)
             self.stream_ended(translator)
@@ -216,7 +228,7 @@ class Driver(Clients, Pipe):
                 response = await self.acreate_response(client, prompt)
             else:
                 response = await anyio.to_thread.run_sync(self.create_response, client, prompt)
-            events = translator.read_response(response)
+            events = translator.read_response(self._parsed(response))
         finally:
             self.set_response_id(translator.response_id)
             self.stream_ended(translator)

@@ -34,6 +34,7 @@ __all__ = [
     "public_url",
     "redact_exception_chain",
     "retry_after_seconds",
+    "unparsed_reply",
 ]
 
 
@@ -58,6 +59,25 @@ def build_error(
     message = f"{provider}: {what}" + (f" ({detail})" if detail else "")
     cls = MalformedStreamError if malformed else ProviderError
     return cls(message, provider=provider, status_code=status, retry_after=retry_after, body=body)
+
+
+def unparsed_reply(provider: str, text: str) -> ProviderError:
+    """The ``MalformedStreamError`` for a one-shot reply that is not JSON (``text`` its body).
+
+    An event stream (a server that ignores ``stream=false``) is named as such; anything else
+    (an HTML page) points at the base URL.
+    """
+    if text.lstrip().startswith(("data:", "event:", ":")):
+        what = (
+            "the server answered with an event stream although stream=False asked for one "
+            "JSON reply; check that the server honours stream=false"
+        )
+    else:
+        what = (
+            f"the reply is not JSON ({len(text)} characters of text); check base_url points at "
+            "the API root"
+        )
+    return build_error(provider, what, malformed=True)
 
 
 def retry_after_seconds(headers: Any, provider: str | None = None) -> float | None:
