@@ -135,6 +135,14 @@ class Pipe:
         self._retry = RetryPolicy(attempts, backoff, max_delay)
         return self
 
+    def _request_sent(self) -> None:
+        """Start this attempt's timings now: a pipe calls it as it sends its request.
+
+        What came before (importing an SDK, building a client) is then not counted in
+        ``result.timings``. Without the call, timings run from the start of the attempt.
+        """
+        self._capture.restart_clock()
+
     def _retrying(self, attempt: int, delay: float, error: BaseException | None) -> None:
         """Retry number ``attempt`` begins in ``delay`` s (``error``: ``None`` for exhaustion)."""
         announce(self.name, self._retry_hooks, attempt, delay, error)

@@ -103,6 +103,7 @@ class Driver(Clients, Pipe):
             return
         client = self.sync_client()
         translator = self.translator()
+        self._request_sent()
         source = self.open_stream(client, prompt)
         recorded = source.response_id
         self.set_response_id(recorded)
@@ -166,6 +167,7 @@ class Driver(Clients, Pipe):
         translator = self.translator()
         source: AsyncSource | None = None
         try:
+            self._request_sent()
             source = await self.aopen_stream(client, prompt)
             recorded = source.response_id
             self.set_response_id(recorded)
@@ -211,6 +213,7 @@ class Driver(Clients, Pipe):
         client = self.sync_client()
         translator = self.translator()
         try:
+            self._request_sent()
             response = self.create_response(client, prompt)
             events = translator.read_response(self._parsed(response))
         finally:
@@ -224,6 +227,7 @@ class Driver(Clients, Pipe):
         client, owned = (self.sync_client(), False) if chosen is None else chosen
         translator = self.translator()
         try:
+            self._request_sent()
             if owned or self.is_async_client(client):
                 response = await self.acreate_response(client, prompt)
             else:
