@@ -101,6 +101,8 @@ class Pipe:
         stream_model_reasoning: bool = True,
     ) -> None:
         self.name: str = name if name is not None else type(self).__name__
+        # The name this pipe got by default (None: given); a Pipeline numbers such names.
+        self._default_name: str | None = None if name is not None else self.name
         self.escape_markers = escape_markers
         if on_callback_error is not None:
             checked_callable(on_callback_error, "on_callback_error")
