@@ -376,22 +376,18 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
         err.write("\n" + fitted(error) + "\n")
         return 1
     except ProviderError as error:
-        _close(renderer)
-        _end_line(out, renderer)
         # One line for the error (the library's own hint left out), one for what to check.
         message = str(error)
         if error.hint and message.endswith(f"; {error.hint}"):
             message = message.removesuffix(f"; {error.hint}")
-        err.write(fitted(message) + "\n")
+        _stop_rendering(out, err, renderer, message)
         url = effective_base_url(args.provider, args.base_url, os.environ)
         hint = endpoint_hint(args.provider, error, url) if url else None
         if hint:
             err.write(fitted(hint) + "\n")
         return 1
     except ReasoningStreamError as error:
-        _close(renderer)
-        _end_line(out, renderer)
-        err.write(fitted(error) + "\n")
+        _stop_rendering(out, err, renderer, error)
         return 2
     try:
         _close(renderer)
@@ -409,6 +405,15 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
 def _close(renderer: ChannelRenderer | None) -> None:
     if renderer is not None:
         renderer.close()
+
+
+def _stop_rendering(
+    out: IO[str], err: IO[str], renderer: ChannelRenderer | None, error: BaseException | str
+) -> None:
+    """A run failed: close the rendering, end its line, and say what failed (fitted)."""
+    _close(renderer)
+    _end_line(out, renderer)
+    err.write(fitted(error) + "\n")
 
 
 def _end_line(out: IO[str], renderer: ChannelRenderer | None) -> None:

@@ -235,6 +235,15 @@ class MemoryHub(Hub):
             )
         return log.entries(position)
 
+    def _current(self, stream_id: str, after: str | None) -> _Log | None:
+        """``stream_id``'s live log (``None``: not there), expired ones purged first; raises
+        :class:`StreamExpiredError` when a reader past ``after`` finds it gone. Under the lock."""
+        self._purge()
+        log = self._logs.get(stream_id)
+        if log is None and after is not None:
+            raise _expired(stream_id, after)
+        return log
+
     def _position(self, after: str | None) -> int:
         if after is None:
             return 0
@@ -248,13 +257,8 @@ class MemoryHub(Hub):
         """
         position = self._position(after)
         with self._lock:
-            self._purge()
-            log = self._logs.get(stream_id)
-            if log is None:
-                if after is not None:
-                    raise _expired(stream_id, after)
-                return []
-            return self._since(stream_id, log, position)
+            log = self._current(stream_id, after)
+            return [] if log is None else self._since(stream_id, log, position)
 
     async def subscribe(
         self, stream_id: str, after: str | None = None, timeout: float | None = None
@@ -268,11 +272,8 @@ class MemoryHub(Hub):
         deadline = None if timeout is None else anyio.current_time() + timeout
         while True:
             with self._lock:
-                self._purge()
-                log = self._logs.get(stream_id)
+                log = self._current(stream_id, after)
                 if log is None:
-                    if after is not None:
-                        raise _expired(stream_id, after)
                     batch: list[Entry] = []
                 else:
                     batch = self._since(stream_id, log, position)

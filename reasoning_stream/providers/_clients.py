@@ -14,7 +14,9 @@ and a missing key or SDK is one ``UsageError`` before any request.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -24,7 +26,7 @@ from .._exceptions import UsageError
 from ._spec import spec
 from ._transports.lean import check_lean_client, lean_client, lean_endpoint, lean_url
 
-__all__ = ["Clients", "require"]
+__all__ = ["DEMO_KEY", "Clients", "async_by", "demo_over_sdk", "demo_over_url", "require"]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -35,6 +37,48 @@ def require(module: str, extra: str) -> ModuleType:
         raise UsageError(
             f"this pipe needs the {module!r} package: pip install 'reasoning-stream[{extra}]'"
         ) from error
+
+
+DEMO_KEY = "demo-key-not-secret"
+"""The key a demo pipe sends to the local replay server (never a real credential)."""
+
+DemoBuild = Callable[[str, str, "str | None"], Any]
+
+
+def demo_over_sdk(pipe: Callable[..., Any], client_class: str, path: str = "") -> DemoBuild:
+    """A ``Demo.build``: ``pipe`` over its SDK's ``client_class`` (``pipe.sdk``) at the demo's
+    URL plus ``path``, with the demo key and no SDK retries."""
+
+    def build(model: str, url: str, name: str | None) -> Any:
+        module = require(getattr(pipe, "sdk", None) or "", getattr(pipe, "extra", "all"))
+        client = getattr(module, client_class)(base_url=url + path, api_key=DEMO_KEY, max_retries=0)
+        return pipe(model, client=client, name=name)
+
+    return build
+
+
+def demo_over_url(pipe: Callable[..., Any], path: str) -> DemoBuild:
+    """A ``Demo.build``: ``pipe`` on its own httpx transport at the demo's URL plus ``path``."""
+
+    def build(model: str, url: str, name: str | None) -> Any:
+        return pipe(model, base_url=url + path, api_key=DEMO_KEY, name=name)
+
+    return build
+
+
+def async_by(client: Any, *method: str) -> bool:
+    """Whether ``client`` is async: ``httpx.AsyncClient``, or an SDK client whose ``method``
+    (a path of attribute names, ``"chat", "completions", "create"``) is a coroutine function.
+
+    The SDK clients share no public base class; their decorators may hide the coroutine,
+    so the method is unwrapped first.
+    """
+    if isinstance(client, httpx.Client | httpx.AsyncClient):
+        return isinstance(client, httpx.AsyncClient)
+    target = client
+    for name in method:
+        target = getattr(target, name, None)
+    return target is not None and inspect.iscoroutinefunction(inspect.unwrap(target))
 
 
 class Clients:

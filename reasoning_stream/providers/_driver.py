@@ -20,7 +20,7 @@ import anyio
 
 from .._events import Event
 from .._pipe import Pipe, Prompt
-from ..conversation._history import check_passback, check_prompt
+from ..conversation._history import check_prompt, resolve_request
 from ._clients import Clients, require
 from ._errors import unparsed_reply
 from ._transports.base import AsyncSource, Call, Source
@@ -97,14 +97,15 @@ class Driver(Clients, Pipe):
     def iter_events(self, prompt: Prompt) -> Iterator[Event]:
         """Stream one turn with the sync client, yielding its events."""
         check_prompt(prompt)
-        check_passback(prompt, self)
+        # The passback policy is resolved here, once: the builder reads these turns.
+        request: Any = resolve_request(prompt, self)
         if not self.stream:
-            yield from self._iter_response(prompt)
+            yield from self._iter_response(request)
             return
         client = self.sync_client()
         translator = self.translator()
         self._request_sent()
-        source = self.open_stream(client, prompt)
+        source = self.open_stream(client, request)
         recorded = source.response_id
         self.set_response_id(recorded)
         try:
@@ -145,9 +146,9 @@ class Driver(Clients, Pipe):
         time.
         """
         check_prompt(prompt)
-        check_passback(prompt, self)
+        request: Any = resolve_request(prompt, self)
         if not self.stream:
-            async for event in self._aiter_response(prompt):
+            async for event in self._aiter_response(request):
                 yield (event,)
             return
         if self.reads_in_threads:
@@ -155,7 +156,7 @@ class Driver(Clients, Pipe):
         else:
             chosen = self._async_client()
             if chosen is None:
-                threaded = Pipe.aiter_events(self, prompt)
+                threaded = Pipe.aiter_events(self, request)
                 try:
                     async for event in threaded:
                         yield (event,)
@@ -168,7 +169,7 @@ class Driver(Clients, Pipe):
         source: AsyncSource | None = None
         try:
             self._request_sent()
-            source = await self.aopen_stream(client, prompt)
+            source = await self.aopen_stream(client, request)
             recorded = source.response_id
             self.set_response_id(recorded)
             async for chunk in source.chunks:
