@@ -134,6 +134,17 @@ class Pipe:
         (connection refused or reset). The wait is the provider's ``Retry-After`` when it sent
         one, else ``backoff * 2**attempt``, both capped at ``max_delay`` seconds. Off by default.
         """
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            raise UsageError(
+                f"set_retries: attempts must be an int (how many retries), got "
+                f"{type(attempts).__name__}: {attempts!r:.40}"
+            )
+        for label, value in (("backoff", backoff), ("max_delay", max_delay)):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise UsageError(
+                    f"set_retries: {label} must be a number of seconds, got "
+                    f"{type(value).__name__}: {value!r:.40}"
+                )
         self._retry = RetryPolicy(attempts, backoff, max_delay)
         return self
 

@@ -26,7 +26,7 @@ from reasoning_stream._cli import PROVIDERS, CommandError, build_pipe, summary_l
 from reasoning_stream._render import color_wanted
 from reasoning_stream.providers._spec import ApiRoot
 from reasoning_stream.testing import Reply, Transcript, WireServer
-from tests.helpers import examples
+from tests.helpers import examples, said
 from tests.providers import oneshot_content as content
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
@@ -36,20 +36,6 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     status = main(list(argv))
     captured = capsys.readouterr()
     return status, captured.out, captured.err
-
-
-def said(err: str) -> list[str]:
-    """The messages in ``err``, each unwrapped (a continuation line starts with two spaces),
-    after checking that every line fits 80 columns unless it is one unbreakable word."""
-    for line in err.splitlines():
-        assert len(line) <= 80 or " " not in line.strip(), line
-    messages: list[str] = []
-    for line in err.splitlines():
-        if line.startswith("  ") and messages:
-            messages[-1] += " " + line.strip()
-        elif line:
-            messages.append(line)
-    return messages
 
 
 def cli(*argv: str) -> list[str]:

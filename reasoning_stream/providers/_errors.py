@@ -427,7 +427,7 @@ def explain(
     elif not kinds.isdisjoint(_BROKE) or "ConnectionResetError" in kinds:
         if reasoning or text:
             what = (
-                f"the connection to {shown} broke mid-stream; captured {reasoning} characters "
+                f"the connection broke mid-stream from {shown}; captured {reasoning} characters "
                 f"of reasoning and {text} of text (in error.result)"
             )
         else:

@@ -310,7 +310,9 @@ class ProviderPipe(Driver, metaclass=_Validated):
     def api_url(self) -> str | None:
         """The API root this pipe's requests go to: its endpoint, else the provider's variable,
         else its documented default (``None`` when the provider names none)."""
-        if self.endpoint:
+        if self.base_url:
+            return self.base_url
+        if self.endpoint and "://" in self.endpoint:
             return self.endpoint
         found = spec(self.provider)
         root = found.api_root if found is not None else None
