@@ -32,12 +32,13 @@ _ID = re.compile(r"[1-9][0-9]{0,17}")
 
 
 class _Final:
-    """The final entry's item: how the run ended."""
+    """The final entry's item: how the run ended (and why, when it failed)."""
 
-    __slots__ = ("status",)
+    __slots__ = ("error", "status")
 
-    def __init__(self, status: Status) -> None:
+    def __init__(self, status: Status, error: str | None) -> None:
         self.status = status
+        self.error = error
 
 
 _Item: TypeAlias = "str | Event | _Final"
@@ -82,7 +83,7 @@ class _Log:
             if type(item) is str:
                 add(Entry(str(number), item))
             elif type(item) is _Final:
-                add(Entry(str(number), final=True, status=item.status))
+                add(Entry(str(number), final=True, status=item.status, error=item.error))
             else:
                 add(Entry(str(number), "", item))  # type: ignore[arg-type]
         return entries
@@ -135,10 +136,10 @@ class _MemorySink:
             waiting, log.waiting = log.waiting, None
         _wake_all(waiting)
 
-    def finish(self, status: Status) -> _Failure | None:
+    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
         hub, log = self._hub, self._log
         with hub._lock:
-            log.items.append(_Final(status))
+            log.items.append(_Final(status, error))
             log.final = True
             if hub.ttl is not None:
                 hub._expiry.append((time.monotonic() + hub.ttl, self._stream_id, log))
@@ -165,6 +166,8 @@ class MemoryHub(Hub):
     >>> hub.read("s1")[-1].status
     'completed'
     """
+
+    first_entry_id = "1"
 
     def __init__(self, *, maxlen: int = 100_000, ttl: float | None = 3600.0) -> None:
         if maxlen < 1:

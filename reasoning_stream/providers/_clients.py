@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import httpx
 
 from .._exceptions import UsageError
+from .._redact import split_url_credentials
 from ._spec import spec
 from ._transports.lean import check_lean_client, lean_client, lean_endpoint, lean_url
 
@@ -113,7 +114,12 @@ class Clients:
         """
         options: dict[str, Any] = {"max_retries": 0}
         if self.base_url is not None:
-            options["base_url"] = self.base_url
+            # A proxy's user:password@ goes out as the Basic Authorization header httpx
+            # would make of it (it replaces the key's header, as before), never in a URL
+            # that the SDK and httpx log and quote in errors.
+            options["base_url"], authorization = split_url_credentials(self.base_url)
+            if authorization is not None:
+                options["default_headers"] = {"Authorization": authorization}
         if self._api_key is not None:
             options["api_key"] = self._api_key
         if self.timeout is not None:
