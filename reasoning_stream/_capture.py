@@ -25,7 +25,12 @@ _clock = time.perf_counter
 
 @dataclass(frozen=True, slots=True)
 class Timings:
-    """Seconds from a monotonic clock, measured from the start of the run."""
+    """Seconds from a monotonic clock, measured from when the request was sent.
+
+    A provider pipe starts the clock when it sends its request, after importing its SDK and
+    building its client (the first run's import is not the model's latency); a pipe that sends
+    nothing (``ScriptedPipe``, a custom pipe) from the start of the run's attempt.
+    """
 
     time_to_first_reasoning: float | None = None
     time_to_first_text: float | None = None
@@ -127,6 +132,11 @@ class Capture:
         self.first_text: float | None = None
         self.segment_started = 0.0
         self.reasoning_duration = 0.0
+
+    def restart_clock(self) -> None:
+        """Measure from now: the request is being sent (only while nothing was captured)."""
+        if self.first_reasoning is None and self.first_text is None and self.current is None:
+            self.started = _clock()
 
     def open_segment(self) -> list[str]:
         """Start a reasoning segment (the caller checked that none is open); return its deltas."""

@@ -12,7 +12,6 @@ import textwrap
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from ._events import Event, OpaqueState
 from ._exceptions import CallbackError, ProviderError, ReasoningStreamError, UsageError
@@ -29,6 +28,7 @@ __all__ = [  # noqa: F822 (PROVIDERS comes from the registry, lazily)
     "chat",
     "endpoint_hint",
     "event_to_json",
+    "fitted",
     "parse_reasoning",
     "summary_line",
     "wrap_parts",
@@ -153,58 +153,15 @@ def effective_base_url(
 
 def endpoint_hint(provider: str, error: ProviderError, url: str) -> str | None:
     """What to check when a request to ``url`` failed with a 404 or never connected."""
-    root = _root(provider)
-    if root is None:
-        return None
-    path = urlsplit(url).path.rstrip("/")
-    if root.ends_with:
-        wrong_shape = not path.endswith(root.ends_with)
-    elif root.not_ends_with:
-        wrong_shape = path.endswith(root.not_ends_with)
-    else:
-        wrong_shape = bool(path)
-    shape = _shape(provider, root)
-    if error.status_code == 404:
-        if wrong_shape:
-            return f"HTTP 404 from {url}: that is not the API root; {shape}"
-        return f"HTTP 404 from {url}: check --model, and that this is the API root; {shape}"
-    if _could_not_connect(error):
-        return f"cannot connect to {url}; {shape}"
-    return None
+    from .providers._errors import endpoint_hint as hint
+
+    return hint(provider, error, url, _root(provider), model="--model")
 
 
 def _root(provider: str) -> ApiRoot | None:
     """The API root facts of the ``--provider`` choice ``provider``, from its spec."""
     spec = _providers().get(provider)
     return None if spec is None else spec.api_root
-
-
-def _shape(provider: str, root: ApiRoot) -> str:
-    if root.ends_with:
-        words = f"{provider} expects the root ending in {root.ends_with}"
-    elif root.not_ends_with:
-        words = f"{provider} expects the server root, without {root.not_ends_with}"
-    else:
-        words = f"{provider} expects the endpoint URL with no path"
-    local = f" (a local server: {root.local})" if root.local else ""
-    return f"{words}, like {root.default}{local}"
-
-
-_NO_CONNECTION = frozenset(
-    {
-        "ConnectError",  # httpx (openai, anthropic, ollama, our httpx transports)
-        "EndpointConnectionError",  # botocore
-    }
-)
-
-
-def _could_not_connect(error: BaseException) -> bool:
-    """Whether a connection was never made (refused, unreachable, unknown host)."""
-    return any(
-        isinstance(link, ConnectionError)
-        or not _NO_CONNECTION.isdisjoint(cls.__name__ for cls in type(link).__mro__)
-        for link in _chain(error)
-    )
 
 
 def _chain(error: BaseException | None) -> Iterator[BaseException]:
@@ -214,6 +171,19 @@ def _chain(error: BaseException | None) -> Iterator[BaseException]:
         seen.add(id(error))
         yield error
         error = error.__cause__ or error.__context__
+
+
+def fitted(message: object) -> str:
+    """``reasoning-stream: message`` on lines of at most :data:`WIDTH` columns (a URL or
+    another word longer than a line stays whole), continuation lines indented."""
+    text = " ".join(str(message).split())
+    return textwrap.fill(
+        f"reasoning-stream: {text}",
+        WIDTH,
+        subsequent_indent="  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 # ------------------------------------------------------------------------------ rendering
@@ -317,7 +287,7 @@ class _Notes:
         text = " ".join(str(message).split())
         if text and text not in self._said:
             self._said.add(text)
-            self._err.write(f"reasoning-stream: {text}\n")
+            self._err.write(fitted(text) + "\n")
 
     def showwarning(
         self,
@@ -376,7 +346,7 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
         )
         _say_plan(pipe, notes)
     except (CommandError, UsageError) as error:
-        err.write(f"reasoning-stream: {error}\n")
+        err.write(fitted(error) + "\n")
         return error.status if isinstance(error, CommandError) else 2
     if args.no_stream_reasoning:
         pipe.set_stream_model_reasoning(False)
@@ -403,14 +373,18 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
         _close(renderer)
         if any(isinstance(link, BrokenPipeError) for link in _chain(error)):
             return reader_left(out)
-        err.write(f"\nreasoning-stream: {error}\n")
+        err.write("\n" + fitted(error) + "\n")
         return 1
     except ProviderError as error:
-        _stop_rendering(out, err, renderer, error)
+        # One line for the error (the library's own hint left out), one for what to check.
+        message = str(error)
+        if error.hint and message.endswith(f"; {error.hint}"):
+            message = message.removesuffix(f"; {error.hint}")
+        _stop_rendering(out, err, renderer, message)
         url = effective_base_url(args.provider, args.base_url, os.environ)
         hint = endpoint_hint(args.provider, error, url) if url else None
         if hint:
-            err.write(f"reasoning-stream: {hint}\n")
+            err.write(fitted(hint) + "\n")
         return 1
     except ReasoningStreamError as error:
         _stop_rendering(out, err, renderer, error)
@@ -424,7 +398,7 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
     if notice:
         notes.say(notice)
     if renderer is not None and not args.raw:
-        err.write(summary_line(result) + "\n")
+        err.write("\n" + summary_line(result) + "\n")  # a blank line after the answer
     return 0
 
 
@@ -434,12 +408,12 @@ def _close(renderer: ChannelRenderer | None) -> None:
 
 
 def _stop_rendering(
-    out: IO[str], err: IO[str], renderer: ChannelRenderer | None, error: BaseException
+    out: IO[str], err: IO[str], renderer: ChannelRenderer | None, error: BaseException | str
 ) -> None:
-    """A run failed: close the rendering, end its line, and say what failed."""
+    """A run failed: close the rendering, end its line, and say what failed (fitted)."""
     _close(renderer)
     _end_line(out, renderer)
-    err.write(f"reasoning-stream: {error}\n")
+    err.write(fitted(error) + "\n")
 
 
 def _end_line(out: IO[str], renderer: ChannelRenderer | None) -> None:

@@ -46,7 +46,13 @@ class UsageError(ReasoningStreamError, TypeError):
 
 
 class ProviderError(ReasoningStreamError):
-    """The provider failed. ``provider`` names it; the original exception is ``__cause__``."""
+    """The provider failed. ``provider`` names it; the original exception is ``__cause__``.
+
+    ``hint``, when set, is what to check (the base URL's expected shape, for a 404 or a
+    server never reached); the message ends with it too.
+    """
+
+    hint: str | None = None
 
     def __init__(
         self,

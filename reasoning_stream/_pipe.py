@@ -101,6 +101,8 @@ class Pipe:
         stream_model_reasoning: bool = True,
     ) -> None:
         self.name: str = name if name is not None else type(self).__name__
+        # The name this pipe got by default (None: given); a Pipeline numbers such names.
+        self._default_name: str | None = None if name is not None else self.name
         self.escape_markers = escape_markers
         if on_callback_error is not None:
             checked_callable(on_callback_error, "on_callback_error")
@@ -132,8 +134,27 @@ class Pipe:
         (connection refused or reset). The wait is the provider's ``Retry-After`` when it sent
         one, else ``backoff * 2**attempt``, both capped at ``max_delay`` seconds. Off by default.
         """
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            raise UsageError(
+                f"set_retries: attempts must be an int (how many retries), got "
+                f"{type(attempts).__name__}: {attempts!r:.40}"
+            )
+        for label, value in (("backoff", backoff), ("max_delay", max_delay)):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise UsageError(
+                    f"set_retries: {label} must be a number of seconds, got "
+                    f"{type(value).__name__}: {value!r:.40}"
+                )
         self._retry = RetryPolicy(attempts, backoff, max_delay)
         return self
+
+    def _request_sent(self) -> None:
+        """Start this attempt's timings now: a pipe calls it as it sends its request.
+
+        What came before (importing an SDK, building a client) is then not counted in
+        ``result.timings``. Without the call, timings run from the start of the attempt.
+        """
+        self._capture.restart_clock()
 
     def _retrying(self, attempt: int, delay: float, error: BaseException | None) -> None:
         """Retry number ``attempt`` begins in ``delay`` s (``error``: ``None`` for exhaustion)."""

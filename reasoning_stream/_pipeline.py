@@ -20,6 +20,36 @@ from ._pipe import Pipe, PipeResult, Prompt, Status
 __all__ = ["Pipeline", "PipelineResult"]
 
 
+def _name_pipes(pipes: list[Pipe]) -> None:
+    """Give each pipe of a Pipeline a name of its own: events say which pipe made them.
+
+    Names given (``name=``, or set on the pipe) must differ: a repeat is a ``UsageError``
+    naming it. A pipe left unnamed keeps its class name when that is free, else gets the next
+    free ``<class>#2``, ``<class>#3``... (the pipe keeps that name after the Pipeline).
+    """
+    unnamed = [p for p in pipes if getattr(p, "_default_name", None) == p.name]
+    defaults = {id(p) for p in unnamed}
+    taken: set[str] = set()
+    for pipe in pipes:
+        if id(pipe) in defaults:
+            continue
+        if pipe.name in taken:
+            raise UsageError(
+                f"two pipes in this Pipeline are named {pipe.name!r}: give each its own name= "
+                "(events and results name their pipe by it)"
+            )
+        taken.add(pipe.name)
+    for pipe in unnamed:
+        base = type(pipe).__name__
+        name, number = base, 1
+        while name in taken:
+            number += 1
+            name = f"{base}#{number}"
+        taken.add(name)
+        pipe.name = name
+        pipe._default_name = name
+
+
 @dataclass(frozen=True, slots=True)
 class PipelineResult:
     """One ``PipeResult`` per pipe that ran, in order."""
@@ -72,6 +102,7 @@ class Pipeline:
             raise UsageError("a Pipeline needs at least one pipe")
         if len({id(p) for p in flat}) != len(flat):
             raise UsageError("a pipe may appear only once in a Pipeline; create another instance")
+        _name_pipes(flat)
         self.pipes: tuple[Pipe, ...] = tuple(flat)
         self.last_result: PipelineResult | None = None
         self._warned_loop = False

@@ -72,3 +72,17 @@ def reference_split(text: str, *, start_in_reasoning: bool = False) -> tuple[lis
     if current is not None:
         segments.append("".join(current))
     return segments, "".join(answer), truncated
+
+
+def said(err: str) -> list[str]:
+    """The messages in ``err``, each unwrapped (a continuation line starts with two spaces),
+    after checking that every line fits 80 columns unless it is one unbreakable word."""
+    for line in err.splitlines():
+        assert len(line) <= 80 or " " not in line.strip(), line
+    messages: list[str] = []
+    for line in err.splitlines():
+        if line.startswith("  ") and messages:
+            messages[-1] += " " + line.strip()
+        elif line:
+            messages.append(line)
+    return messages

@@ -16,6 +16,7 @@ from reasoning_stream.__main__ import main
 from reasoning_stream._demo import DEMO_PROVIDERS
 from reasoning_stream._render import ChannelRenderer
 from reasoning_stream.testing import Transcript, WireServer
+from tests.helpers import said
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -72,9 +73,9 @@ def test_chat_without_a_key_says_what_to_do(
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     status, _, err = run_cli(capsys, "chat", "hi", "--provider", "anthropic", "--model", "m")
     assert status == 2
-    assert (
-        err == "reasoning-stream: set ANTHROPIC_API_KEY to talk to anthropic (or pass --base-url)\n"
-    )
+    assert said(err) == [
+        "reasoning-stream: set ANTHROPIC_API_KEY to talk to anthropic (or pass --base-url)"
+    ]
 
 
 def test_chat_against_an_unreachable_endpoint_is_the_error_and_where_it_went(
@@ -86,8 +87,10 @@ def test_chat_against_an_unreachable_endpoint_is_the_error_and_where_it_went(
     )  # fmt: skip
     assert status == 1
     assert "Traceback" not in err
-    error, hint = err.strip().splitlines()
-    assert error.startswith("reasoning-stream: openai-chat:")
+    error, hint = said(err)
+    assert error.startswith(
+        "reasoning-stream: openai-chat: cannot connect to http://127.0.0.1:9/v1"
+    )
     assert hint.startswith("reasoning-stream: cannot connect to http://127.0.0.1:9/v1;")
 
 

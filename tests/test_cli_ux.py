@@ -26,7 +26,7 @@ from reasoning_stream._cli import PROVIDERS, CommandError, build_pipe, summary_l
 from reasoning_stream._render import color_wanted
 from reasoning_stream.providers._spec import ApiRoot
 from reasoning_stream.testing import Reply, Transcript, WireServer
-from tests.helpers import examples
+from tests.helpers import examples, said
 from tests.providers import oneshot_content as content
 
 OPEN, CLOSE = ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG
@@ -318,23 +318,23 @@ def test_a_budget_that_means_nothing_is_refused_before_any_request(
     # The pipe refuses it at construction now; the CLI prefixes the provider to such errors.
     assert err.startswith("reasoning-stream: ")
     assert "reasoning=0 means nothing for anthropic" in err
-    assert err.count("\n") == 1
+    assert len(said(err)) == 1  # one message, wrapped to 80 columns
 
 
 @pytest.mark.usefixtures("aws")
 @pytest.mark.parametrize(
-    ("model", "said"),
+    ("model", "words"),
     [("gpt-4o", "openai-chat model 'gpt-4o' is not a reasoning model: reasoning='high' is "
       "ignored and nothing is sent"),
      ("deepseek-reasoner", "openai-chat model 'deepseek-reasoner' always reasons and takes no "
       "effort setting; 'high' sent nothing")],
 )  # fmt: skip
 def test_reasoning_a_model_ignores_is_said_in_one_line(
-    capsys: pytest.CaptureFixture[str], model: str, said: str
+    capsys: pytest.CaptureFixture[str], model: str, words: str
 ) -> None:
     status, _, err = sent_body(capsys, "openai", model, "--reasoning", "high")
     assert status == 0
-    assert err == f"reasoning-stream: {said}\n"  # one line: no warnings.warn source line
+    assert said(err) == [f"reasoning-stream: {words}"]  # no warnings.warn source line
 
 
 def test_a_reasoning_warning_prints_as_one_line_in_a_fresh_process() -> None:
@@ -344,10 +344,10 @@ def test_a_reasoning_warning_prints_as_one_line_in_a_fresh_process() -> None:
                 "--base-url", server.url + "/v1", "--json"),
             capture_output=True, text=True, env=env(PYTHONWARNINGS="default"), check=True,
         )  # fmt: skip
-    assert completed.stderr == (
+    assert said(completed.stderr) == [
         "reasoning-stream: openai-chat model 'gpt-4o' is not a reasoning model: "
-        "reasoning='low' is ignored and nothing is sent\n"
-    )
+        "reasoning='low' is ignored and nothing is sent"
+    ]
 
 
 # -------------------------------------------------------------------- endpoints and errors
@@ -381,7 +381,7 @@ def test_a_404_from_a_base_url_without_its_root_names_the_url_and_the_root(
         args = ["chat", "hi", "--provider", provider, "--model", "m", "--base-url", url]
         status, _, err = run_cli(capsys, *args)
     assert status == 1 and "Traceback" not in err
-    error, hint = err.splitlines()
+    error, hint = said(err)
     assert error.startswith("reasoning-stream: ")
     assert hint.startswith(f"reasoning-stream: HTTP 404 from {url}: that is not the API root;")
     assert expected in hint and _root(provider).default in hint
@@ -397,7 +397,7 @@ def test_a_404_from_the_right_root_asks_about_the_model(
             capsys, "chat", "hi", "--provider", "openai", "--model", "m", "--base-url", url
         )
     assert status == 1
-    assert f"HTTP 404 from {url}: check --model, and that this is the API root;" in err
+    assert f"HTTP 404 from {url}: check --model, and that this is the API root;" in said(err)[-1]
 
 
 def _closed_port() -> int:
@@ -415,7 +415,7 @@ def test_a_connection_error_names_the_url_and_the_root(
     args = ["chat", "hi", "--provider", provider, "--model", "m", "--base-url", url]
     status, _, err = run_cli(capsys, *args)
     assert status == 1 and "Traceback" not in err
-    hint = err.splitlines()[-1]
+    hint = said(err)[-1]
     assert hint.startswith(f"reasoning-stream: cannot connect to {url}; {provider} expects")
     assert _root(provider).default in hint
 
@@ -448,7 +448,7 @@ def _length_without_answer() -> Transcript:
 
 
 @pytest.mark.parametrize(
-    ("transcript", "said"),
+    ("transcript", "words"),
     [(Transcript.load("openai_chat_length"),
       "the answer was cut at the output limit (status length): raise --max-tokens"),
      (_length_without_answer(),
@@ -459,7 +459,7 @@ def test_a_length_stop_is_said(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     transcript: Transcript,
-    said: str,
+    words: str,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with WireServer(transcript) as server:
@@ -468,10 +468,10 @@ def test_a_length_stop_is_said(
             server.add(transcript)
             status, _, err = run_cli(capsys, *args, "--base-url", server.url + "/v1", *mode)
             assert status == 0
-            assert f"reasoning-stream: {said}\n" in err
+            assert f"reasoning-stream: {words}" in said(err)
 
 
-def test_the_chat_summary_fits_80_columns(
+def test_the_chat_summary_fits_80_columns_after_a_blank_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
@@ -479,7 +479,8 @@ def test_the_chat_summary_fits_80_columns(
         args = ["chat", "hi", "--provider", "openai", "--model", "deepseek-reasoner"]
         status, out, err = run_cli(capsys, *args, "--base-url", server.url + "/v1")
     assert status == 0 and out.endswith("\n")
-    summary = err.splitlines()
+    assert err.startswith("\n")  # a blank line between the answer and the summary
+    summary = err.splitlines()[1:]
     assert len(summary) >= 2 and all(len(line) <= 80 for line in summary)
     joined = " ".join(line.strip() for line in summary)
     for piece in ("completed", "tokens in 14 out 61", "reasoning 38", "total"):

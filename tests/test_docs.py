@@ -102,3 +102,16 @@ def test_the_demo_picture_is_recorded_by_its_script(tmp_path: Path) -> None:
     assert "What each pipe captured" in output and "lossless=True) equals" in output
     assert "<svg" in (tmp_path / "demo.svg").read_text(encoding="utf-8")
     assert (DOCS / "demo.svg").is_file()
+
+
+def test_on_callback_error_is_documented_as_the_constructor_keyword_it_is() -> None:
+    """Not as a method (``pipe.on_callback_error(handler)`` does not exist): the keyword."""
+    import inspect
+
+    from reasoning_stream import Pipe
+
+    assert "on_callback_error" in inspect.signature(Pipe.__init__).parameters
+    pages = sorted((Path(__file__).resolve().parents[1] / "docs").rglob("*.md"))
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"`on_callback_error\(", text), page.name

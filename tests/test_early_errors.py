@@ -453,3 +453,79 @@ def test_a_sync_run_without_a_loop_does_not_warn() -> None:
     pipe = ScriptedPipe([TextDelta("ok")])
     assert _record_run(pipe) == []
     assert pipe.last_result is not None and pipe.last_result.text == "ok"
+
+
+# ------------------------------------------------------------------ first-hour slips
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("pipe", PIPES, ids=_pipe_id)
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [({"content": "hi"}, "has no 'role'"), ({"role": "", "content": "hi"}, "has role ''"),
+     ({"role": 3, "content": "hi"}, "has role 3")],
+)  # fmt: skip
+async def test_a_message_without_a_role_is_refused_naming_its_index(
+    server: WireServer, pipe: type[ProviderPipe], message: dict[str, Any], said: str
+) -> None:
+    before = len(server.requests)
+    made = pipe(MODELS[pipe], **_endpoint(pipe, server))
+    prompt = [{"role": "user", "content": "first"}, message]
+    with pytest.raises(UsageError, match=f"prompt message 1 {said}"):
+        await anyio.to_thread.run_sync(made.run, prompt)
+    with pytest.raises(UsageError, match="prompt message 1"):
+        await made.arun(prompt)
+    assert len(server.requests) == before
+
+
+def _endpoint(pipe: type[ProviderPipe], server: WireServer) -> dict[str, Any]:
+    if pipe is BedrockPipe:
+        return {"base_url": server.url, "region_name": "us-east-1"}
+    if pipe is OllamaPipe:
+        return {"base_url": server.url}
+    return {"base_url": server.url, "api_key": "k" * 12}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [({"attempts": "3"}, "attempts"), ({"attempts": 2.5}, "attempts"),
+     ({"attempts": True}, "attempts"), ({"attempts": 2, "backoff": "1"}, "backoff"),
+     ({"attempts": 2, "max_delay": None}, "max_delay")],
+)  # fmt: skip
+def test_set_retries_of_the_wrong_type_is_a_usage_error_naming_the_parameter(
+    arguments: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(UsageError, match=f"set_retries: {named} must be"):
+        ScriptedPipe([TextDelta("x")]).set_retries(**arguments)
+    assert ScriptedPipe([TextDelta("x")]).set_retries(3, backoff=0, max_delay=1.5)
+
+
+@pytest.mark.anyio
+async def test_bedrock_without_credentials_is_a_usage_error_naming_them_before_any_request(
+    server: WireServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                 "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_BEARER_TOKEN_BEDROCK",
+                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                 "AWS_WEB_IDENTITY_TOKEN_FILE"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance metadata lookup
+    before = len(server.requests)
+    pipe = BedrockPipe(MODELS[BedrockPipe], base_url=server.url, region_name="us-east-1")
+    for run in ("run", "arun"):
+        with pytest.raises(UsageError) as raised:
+            if run == "run":
+                await anyio.to_thread.run_sync(pipe.run, "hi")
+            else:
+                await pipe.arun("hi")
+        message = str(raised.value)
+        assert "AWS_ACCESS_KEY_ID" in message and "AWS_SECRET_ACCESS_KEY" in message
+        assert "AWS_PROFILE" in message
+    assert len(server.requests) == before
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
+    with pytest.raises(ProviderError):  # now the request goes (the server answers 404)
+        await anyio.to_thread.run_sync(pipe.run, "hi")
+    assert len(server.requests) == before + 1

@@ -115,3 +115,49 @@ def test_a_pipeline_channel_splits_into_every_pipe_segments(
     assert list(collected.segments) == segments_a + segments_b
     assert collected.text == text_a + text_b
     assert [r.text for r in result.results] == [text_a, text_b]
+
+
+# ------------------------------------------------------------------------- names of pipes
+
+
+def test_unnamed_pipes_of_one_class_get_distinct_names_in_a_pipeline() -> None:
+    first, second, third = (ScriptedPipe([TextDelta(word)]) for word in ("a", "b", "c"))
+    pipeline = first | second | third
+    sources: list[str | None] = []
+
+    def record(event: Event) -> None:
+        if isinstance(event, TextDelta):
+            sources.append(event.source)
+
+    result = pipeline.set_event_callback(record).run("go")
+    assert [pipe.name for pipe in pipeline.pipes] == [
+        "ScriptedPipe",
+        "ScriptedPipe#2",
+        "ScriptedPipe#3",
+    ]
+    assert sources == ["ScriptedPipe", "ScriptedPipe#2", "ScriptedPipe#3"]
+    assert [r.source for r in result.results] == sources
+
+
+def test_a_default_name_skips_a_name_given_to_another_pipe() -> None:
+    named = ScriptedPipe([TextDelta("a")], name="ScriptedPipe")
+    unnamed = ScriptedPipe([TextDelta("b")])
+    other = ScriptedPipe([TextDelta("c")], name="ScriptedPipe#2")
+    pipeline = Pipeline(named, unnamed, other)
+    assert [pipe.name for pipe in pipeline.pipes] == [
+        "ScriptedPipe",
+        "ScriptedPipe#3",
+        "ScriptedPipe#2",
+    ]
+
+
+def test_duplicate_given_names_in_one_pipeline_are_refused_naming_the_name() -> None:
+    writer = ScriptedPipe([TextDelta("a")], name="writer")
+    with pytest.raises(UsageError, match="two pipes in this Pipeline are named 'writer'"):
+        Pipeline(
+            writer,
+            ScriptedPipe([TextDelta("b")], name="editor"),
+            ScriptedPipe([TextDelta("c")], name="writer"),
+        )
+    with pytest.raises(UsageError, match="'writer'"):
+        writer | Pipeline(ScriptedPipe([TextDelta("d")], name="writer"))

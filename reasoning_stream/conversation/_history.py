@@ -66,6 +66,13 @@ def check_prompt(prompt: object) -> None:
                     f"prompt message {index} must be a dict such as {{'role': 'user', "
                     f"'content': ...}}, got {type(message).__name__}: {message!r:.80}"
                 )
+            role = message.get("role")
+            if not isinstance(role, str) or not role:
+                got = "has no 'role'" if role is None else f"has role {role!r:.40}"
+                raise UsageError(
+                    f"prompt message {index} {got}: give it 'role' ('user', 'assistant', "
+                    f"'system' or 'tool'), e.g. {{'role': 'user', 'content': ...}}"
+                )
         return
     raise UsageError(
         "the prompt must be a str, a list of message dicts or a Conversation, got "

@@ -22,6 +22,7 @@ from .._events import Event
 from .._pipe import Pipe, Prompt
 from ..conversation._history import check_prompt, resolve_request
 from ._clients import Clients, require
+from ._errors import unparsed_reply
 from ._transports.base import AsyncSource, Call, Source
 
 __all__ = ["Driver", "Translator", "require"]
@@ -103,6 +104,7 @@ class Driver(Clients, Pipe):
             return
         client = self.sync_client()
         translator = self.translator()
+        self._request_sent()
         source = self.open_stream(client, request)
         recorded = source.response_id
         self.set_response_id(recorded)
@@ -166,6 +168,7 @@ class Driver(Clients, Pipe):
         translator = self.translator()
         source: AsyncSource | None = None
         try:
+            self._request_sent()
             source = await self.aopen_stream(client, request)
             recorded = source.response_id
             self.set_response_id(recorded)
@@ -195,13 +198,25 @@ class Driver(Clients, Pipe):
                     if owned:
                         await self.aclose_client(client)
 
+    def _parsed(self, response: Any) -> Any:
+        """``response`` if the SDK parsed it; a body it left as text is a ``MalformedStreamError``.
+
+        The SDKs hand back the raw text of a reply that is not JSON (an event stream a server
+        sent although the request asked for none, an HTML page) instead of raising.
+        """
+        if not isinstance(response, str | bytes):
+            return response
+        text = response.decode("utf-8", "replace") if isinstance(response, bytes) else response
+        raise unparsed_reply(self.provider or self.name, text)
+
     def _iter_response(self, prompt: Prompt) -> Iterator[Event]:
         """One non-streaming request with the sync client; its events, read at once."""
         client = self.sync_client()
         translator = self.translator()
         try:
+            self._request_sent()
             response = self.create_response(client, prompt)
-            events = translator.read_response(response)
+            events = translator.read_response(self._parsed(response))
         finally:
             self.set_response_id(translator.response_id)
             self.stream_ended(translator)
@@ -213,11 +228,12 @@ class Driver(Clients, Pipe):
         client, owned = (self.sync_client(), False) if chosen is None else chosen
         translator = self.translator()
         try:
+            self._request_sent()
             if owned or self.is_async_client(client):
                 response = await self.acreate_response(client, prompt)
             else:
                 response = await anyio.to_thread.run_sync(self.create_response, client, prompt)
-            events = translator.read_response(response)
+            events = translator.read_response(self._parsed(response))
         finally:
             self.set_response_id(translator.response_id)
             self.stream_ended(translator)

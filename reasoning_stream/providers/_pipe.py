@@ -35,8 +35,8 @@ from .._turns import HistoryTurn
 from ..conversation._history import history_turns
 from ._descent import adescend, descend
 from ._driver import Driver
-from ._errors import provider_error, redact_exception_chain
-from ._spec import logger_for
+from ._errors import explain, provider_error, redact_exception_chain
+from ._spec import logger_for, spec
 
 if TYPE_CHECKING:
     from .._channel import Channel
@@ -306,6 +306,37 @@ class ProviderPipe(Driver, metaclass=_Validated):
     def wrap_error(self, error: BaseException) -> ProviderError:
         """Map an SDK or transport exception to ``ProviderError``."""
         return provider_error(self.provider or self.name, error)
+
+    def api_url(self) -> str | None:
+        """The API root this pipe's requests go to: its endpoint, else the provider's variable,
+        else its documented default (``None`` when the provider names none)."""
+        if self.base_url:
+            return self.base_url
+        if self.endpoint and "://" in self.endpoint:
+            return self.endpoint
+        found = spec(self.provider)
+        root = found.api_root if found is not None else None
+        if root is None:
+            return None
+        return (os.environ.get(root.env) if root.env else None) or root.default
+
+    def _conclude(self, error: BaseException | None) -> BaseException | None:
+        raised = super()._conclude(error)
+        if isinstance(raised, ProviderError) and error is not None and raised.result:
+            # Where the request went and what to fix (a 404, a server never reached, a stream
+            # that broke), with what was captured; the URL without its userinfo or query.
+            found = spec(self.provider)
+            result = raised.result
+            explain(
+                self.provider or self.name,
+                raised,
+                error if raised is not error else error.__cause__,
+                self.api_url(),
+                found.api_root if found is not None else None,
+                reasoning=len(result.model_reasoning),
+                text=len(result.text),
+            )
+        return raised
 
 
 def _check_model(pipe: str, model: object) -> None:

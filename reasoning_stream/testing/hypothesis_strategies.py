@@ -221,7 +221,9 @@ class SampleChannel:
     """A channel as a streaming callback receives it, and what it must split into."""
 
     chunks: tuple[str, ...]
-    """The channel, re-cut at arbitrary points (a consumer must not rely on the pipe's cuts)."""
+    """The channel as the callback received it: each marker a whole chunk, each delta's escaped
+    text its own chunk (an escape may still be split over two); with ``channels(recut=True)``
+    the same text cut anew at arbitrary points, as a hub, a proxy or a log may deliver it."""
     segments: list[str]
     """The non-empty reasoning segments, in order, as the model wrote them."""
     text: str
@@ -231,18 +233,22 @@ class SampleChannel:
 
 
 @st.composite
-def channels(draw: st.DrawFn, *, stream_model_reasoning: bool = True) -> SampleChannel:
-    """Whole channels: an event script run through a pipe, then cut anew at random.
+def channels(
+    draw: st.DrawFn, *, stream_model_reasoning: bool = True, recut: bool = False
+) -> SampleChannel:
+    """Whole channels: an event script run through a pipe, chunked as its callback received them.
 
-    With ``stream_model_reasoning=False`` the channel carries the answer only, and
-    ``segments`` is empty.
+    ``recut=True`` cuts the same text anew at random points (empty pieces included): for a
+    consumer of a hub, an SSE ``protocol=channel`` stream or a log, which must not rely on the
+    pipe's cuts (a marker may then arrive split). With ``stream_model_reasoning=False`` the
+    channel carries the answer only, and ``segments`` is empty.
     """
     script = draw(event_scripts())
     collected: list[str] = []
     pipe = ScriptedPipe(script, stream_model_reasoning=stream_model_reasoning)
     pipe.set_streaming_callback(collected.append).run("")
     segments, text = expected_from_script(script)
-    chunks = draw(chunkings("".join(collected)))
+    chunks = draw(chunkings("".join(collected))) if recut else collected
     return SampleChannel(
         chunks=tuple(chunks),
         segments=segments if stream_model_reasoning else [],

@@ -572,7 +572,9 @@ def test_early_exit_from_run_closes_the_stream() -> None:
     assert pipe.last_result is not None and pipe.last_result.status == "error"
 
 
-def test_endpoint_and_client_building() -> None:
+def test_endpoint_and_client_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")  # a client is built only with credentials
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
     with WireServer("bedrock_converse_plain") as server:
         pipe = BedrockPipe(CLAUDE, region_name="eu-west-1", endpoint_url=server.url)
         assert pipe.endpoint == server.url

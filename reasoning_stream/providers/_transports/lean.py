@@ -19,7 +19,7 @@ import httpx
 from ..._exceptions import UsageError
 from ..._json import loads
 from ..._redact import split_url_credentials
-from .._errors import build_error, http_error
+from .._errors import build_error, http_error, unparsed_reply
 from .base import AsyncSource, Decode, DecodeEvent, PayloadDecoder, Source, StatusError, decode_json
 from .ndjson import NDJSONDecoder
 from .sse import SSE_HEADERS, SSEJsonDecoder, check_event_stream
@@ -155,6 +155,8 @@ class HttpCall:
         try:
             return loads(response.content)
         except ValueError as error:
+            if response.content.lstrip().startswith((b"data:", b"event:", b":")):
+                raise unparsed_reply(self.provider, response.text) from error
             raise build_error(
                 self.provider,
                 f"the reply is not JSON ({type(error).__name__} in {len(response.content)} "

@@ -233,6 +233,15 @@ class BedrockPipe(ProviderPipe):
 
     # ------------------------------------------------------------------------- client
 
+    def api_url(self) -> str | None:
+        """The endpoint requests go to: ``endpoint_url``, the given client's, or the region's."""
+        given = getattr(getattr(self.client, "meta", None), "endpoint_url", None)
+        return (
+            self.base_url
+            or (given if isinstance(given, str) else None)
+            or f"https://bedrock-runtime.{self.region_name}.amazonaws.com"
+        )
+
     def build_client(self, *, asynchronous: bool) -> Any:
         """A boto3 ``bedrock-runtime`` client for ``region_name`` and ``endpoint_url``."""
         boto3 = require("boto3", self.extra)
@@ -246,7 +255,16 @@ class BedrockPipe(ProviderPipe):
         # One attempt: botocore's retries would repeat a throttled call behind the caller's
         # back; the pipe's own set_retries() is the one retry policy.
         options["config"] = config.Config(retries={"total_max_attempts": 1}, **timeouts)
-        return boto3.client("bedrock-runtime", **options)
+        session = boto3.Session(region_name=self.region_name)
+        # boto3 would find no credentials only when signing the first request: say it now.
+        if not os.environ.get("AWS_BEARER_TOKEN_BEDROCK") and session.get_credentials() is None:
+            raise UsageError(
+                f"{self.name} found no AWS credentials: set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones), or "
+                "AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key); or pass a ready "
+                "client="
+            )
+        return session.client("bedrock-runtime", **options)
 
     # ------------------------------------------------------------------------ request
 
