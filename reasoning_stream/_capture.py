@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any, Literal, TypeAlias
 
 from ._events import ReasoningState, ToolCall, Usage
@@ -56,6 +57,19 @@ class PipeResult:
     endpoint: str | None = None
     response_id: str | None = None
     error: BaseException | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cost(self) -> Decimal | None:
+        """What the run cost in US dollars, from the ``genai-prices`` table (extra ``prices``).
+
+        Priced from ``usage``: input tokens (cached ones at the cache rates) and output tokens,
+        reasoning counted once, inside the output (see ``Usage``). ``None`` when the price is
+        unknown: ``genai-prices`` not installed, a model or provider it does not know (local
+        models), or no usage reported. Never an error.
+        """
+        from ._cost import usd
+
+        return usd(self.usage, self.provider, self.model, self.endpoint)
 
     @property
     def reasoning_exhausted(self) -> bool:
@@ -237,6 +251,8 @@ def _added(reports: Sequence[Usage]) -> Usage:
         input_tokens=total([u.input_tokens for u in reports]),
         output_tokens=total([u.output_tokens for u in reports]),
         reasoning_tokens=total([u.reasoning_tokens for u in reports]),
+        cache_read_tokens=total([u.cache_read_tokens for u in reports]),
+        cache_write_tokens=total([u.cache_write_tokens for u in reports]),
     )
 
 

@@ -6,12 +6,13 @@ Every bundled provider transcript is played through its real SDK (the reliabilit
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import sys
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -34,7 +35,7 @@ from reasoning_stream import (
     telemetry,
 )
 from reasoning_stream._pipe import PipeResult
-from reasoning_stream.testing import Reply, ScriptedPipe, WireServer
+from reasoning_stream.testing import Reply, ScriptedPipe, Transcript, WireServer
 
 from .reliability import (
     API_KEY,
@@ -153,9 +154,21 @@ def check_pipe_span(span: ReadableSpan, result: PipeResult, provider: str) -> No
     assert attributes["reasoning_stream.provider"] == result.provider == provider
     assert attributes["reasoning_stream.status"] == result.status
     assert attributes.get("gen_ai.response.id") == result.response_id
-    expected_reasons = (result.finish_reason,) if result.finish_reason else None
+    # The conventions' vocabulary, the same as the output message's finish_reason.
+    reason = {"tool_calls": "tool_call", "tool_use": "tool_call"}.get(
+        result.finish_reason or "", result.finish_reason
+    )
+    expected_reasons = (reason,) if reason else None
     assert attributes.get("gen_ai.response.finish_reasons") == expected_reasons
+    assert attributes.get("openai.api.type") == {
+        "openai-chat": "chat_completions",
+        "openai-responses": "responses",
+    }.get(provider)
     usage = result.usage
+    assert attributes.get("gen_ai.usage.cache_read.input_tokens") == usage.cache_read_tokens
+    assert attributes.get("gen_ai.usage.cache_creation.input_tokens") == usage.cache_write_tokens
+    cost = result.cost
+    assert attributes.get("reasoning_stream.cost.usd") == (None if cost is None else float(cost))
     assert attributes.get("gen_ai.usage.input_tokens") == usage.input_tokens
     assert attributes.get("gen_ai.usage.output_tokens") == usage.output_tokens
     assert attributes.get("gen_ai.usage.reasoning.output_tokens") == usage.reasoning_tokens
@@ -710,3 +723,87 @@ def test_every_registered_provider_has_a_conventions_name() -> None:
 
     assert set(PROVIDER_NAMES) == set(provider_ids())
     assert {p: provider_name(p, None) for p in provider_ids()} == PROVIDER_NAMES
+
+
+# ------------------------------------------------------------ cached input tokens, per provider
+
+
+def _with_usage(original: Transcript, key: str, extra: dict[str, Any]) -> Transcript:
+    """A copy of ``original`` whose every ``key`` object (a usage report) also says ``extra``."""
+
+    def merge(into: dict[str, Any], more: dict[str, Any]) -> None:
+        for name, value in more.items():
+            if isinstance(value, dict):
+                merge(into.setdefault(name, {}), value)
+            else:
+                into[name] = value
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get(key), dict):
+                merge(value[key], extra)
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    events = copy.deepcopy(original.events)
+    walk(events)
+    return replace(original, events=events)
+
+
+# (target, transcript, usage object key, what to add, cache read, cache write, input tokens)
+CACHED = [
+    ("openai-chat-sdk", "openai_chat_reasoning_content", "usage",
+     {"prompt_tokens_details": {"cached_tokens": 8}}, 8, None, 14),
+    ("openai-responses", "openai_responses_plain", "usage",
+     {"input_tokens_details": {"cached_tokens": 5}}, 5, None, None),
+    ("anthropic", "anthropic_thinking", "usage",
+     {"cache_creation_input_tokens": 7}, 12, 7, 45 + 7 + 12),
+    ("gemini", "gemini_reasoning", "usageMetadata", {"cachedContentTokenCount": 4}, 4, None, 9),
+    ("bedrock", "bedrock_converse_reasoning", "usage",
+     {"cacheReadInputTokens": 10, "cacheWriteInputTokens": 3}, 10, 3, 24 + 10 + 3),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("target_name", "name", "key", "extra", "read", "written", "inputs"), CACHED
+)
+def test_cached_input_tokens_reach_usage_and_the_span(
+    wire: WireServer,
+    otel: Otel,
+    target_name: str,
+    name: str,
+    key: str,
+    extra: dict[str, Any],
+    read: int,
+    written: int | None,
+    inputs: int | None,
+) -> None:
+    target = TARGETS[target_name]
+    outcome = play(wire, target, name, Reply(_with_usage(transcript(name), key, extra)), "sync")
+    usage = outcome.result.usage
+    assert usage.cache_read_tokens == read
+    assert usage.cache_write_tokens == written
+    if inputs is not None:  # the whole prompt, cached parts included
+        assert usage.input_tokens == inputs
+    assert usage.cache_read_tokens <= (usage.input_tokens or 0)
+    attributes = dict(only_span(otel).attributes or {})
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == read
+    assert attributes.get("gen_ai.usage.cache_creation.input_tokens") == written
+    check_pipe_span(only_span(otel), outcome.result, target.provider)
+
+
+def test_the_status_description_leaves_the_http_status_to_error_type(
+    wire: WireServer, otel: Otel
+) -> None:
+    target = TARGETS["anthropic"]
+    outcome = play(
+        wire, target, "anthropic_rate_limited", Reply(transcript("anthropic_rate_limited")), "sync"
+    )
+    assert outcome.error is not None
+    span = only_span(otel)
+    assert dict(span.attributes or {})["error.type"] == "429"
+    assert "429" not in (span.status.description or "")
+    assert type(outcome.error).__name__ in (span.status.description or "")

@@ -49,6 +49,9 @@ from ._observer import _Instruments, _Observer
 # isort, which would split it into one statement per name.
 # isort: off
 from ._semconv import (
+    CACHE_READ_TOKENS as CACHE_READ_TOKENS,
+    CACHE_WRITE_TOKENS as CACHE_WRITE_TOKENS,
+    COST as COST,
     ERROR_TYPE as ERROR_TYPE,
     FINISH_REASONS as FINISH_REASONS,
     INPUT_LENGTH as INPUT_LENGTH,
@@ -56,6 +59,7 @@ from ._semconv import (
     INPUT_TOKENS as INPUT_TOKENS,
     OPAQUE_STATES as OPAQUE_STATES,
     OPERATION as OPERATION,
+    OPENAI_API_TYPE as OPENAI_API_TYPE,
     OPERATION_DURATION_METRIC as OPERATION_DURATION_METRIC,
     OUR_PROVIDER as OUR_PROVIDER,
     OUTPUT_MESSAGES as OUTPUT_MESSAGES,

@@ -8,6 +8,7 @@ per pipe configuration and outcome.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,10 +18,16 @@ from .._pipe import Pipe, PipeResult, Prompt
 from .._pipeline import Pipeline, PipelineResult
 from ._messages import ContentCapture, content_attributes
 from ._semconv import (
+    CACHE_READ_TOKENS,
+    CACHE_WRITE_TOKENS,
+    COST,
     ERROR_TYPE,
+    FINISH_REASON_VALUES,
     FINISH_REASONS,
     INPUT_TOKENS,
     OPAQUE_STATES,
+    OPENAI_API_TYPE,
+    OPENAI_API_TYPES,
     OPERATION,
     OPERATION_DURATION_METRIC,
     OUR_PROVIDER,
@@ -311,6 +318,9 @@ def _pipe_start(pipe: Pipe, stream: object) -> tuple[str, dict[str, Any], dict[s
         attributes[REQUEST_STREAM] = True
     if pipe.provider:
         attributes[OUR_PROVIDER] = pipe.provider
+        api_type = OPENAI_API_TYPES.get(pipe.provider)
+        if api_type is not None and provider == "openai":
+            attributes[OPENAI_API_TYPE] = api_type
     attributes[PIPE_NAME] = pipe.name
     name = f"chat {pipe.model}" if pipe.model else "chat"
     return name, attributes, metric_attributes
@@ -344,7 +354,9 @@ def _finish_pipe(
         if result.response_id:
             attributes[RESPONSE_ID] = result.response_id
         if result.finish_reason:
-            attributes[FINISH_REASONS] = (result.finish_reason,)
+            # The same value as the output message's finish_reason ("tool_call").
+            reason = result.finish_reason
+            attributes[FINISH_REASONS] = (FINISH_REASON_VALUES.get(reason, reason),)
         usage = result.usage
         if usage.input_tokens is not None:
             attributes[INPUT_TOKENS] = usage.input_tokens
@@ -352,6 +364,13 @@ def _finish_pipe(
             attributes[OUTPUT_TOKENS] = usage.output_tokens
         if usage.reasoning_tokens is not None:
             attributes[REASONING_TOKENS] = usage.reasoning_tokens
+        if usage.cache_read_tokens is not None:
+            attributes[CACHE_READ_TOKENS] = usage.cache_read_tokens
+        if usage.cache_write_tokens is not None:
+            attributes[CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+        cost = result.cost
+        if cost is not None:
+            attributes[COST] = float(cost)
         timings = result.timings
         if first is not None:
             attributes[TIME_TO_FIRST_CHUNK] = first
@@ -438,6 +457,14 @@ def _class_name(error: BaseException) -> str:
 
 
 def _description(error: BaseException | None) -> str:
-    # Error messages are already free of keys and opaque payloads (the pipes redact them).
-    text = f"{type(error).__name__}: {error}" if error is not None else ""
+    """The span status description: the error's class and message.
+
+    An HTTP status is already the span's ``error.type``; it is taken out of the text, so the
+    description stays the same across status codes (error messages are already free of keys
+    and opaque payloads: the pipes redact them).
+    """
+    message = str(error) if error is not None else ""
+    if isinstance(error, ProviderError) and error.status_code is not None:
+        message = re.sub(rf"(,\s*)?\bHTTP {error.status_code}\b(:\s*)?", "", message).strip()
+    text = f"{type(error).__name__}: {message}" if error is not None else ""
     return text if len(text) <= 500 else text[:499] + "…"

@@ -22,6 +22,9 @@ from urllib.parse import urlsplit
 from ..providers._spec import spec
 
 __all__ = [
+    "CACHE_READ_TOKENS",
+    "CACHE_WRITE_TOKENS",
+    "COST",
     "ERROR_TYPE",
     "FINISH_REASONS",
     "FINISH_REASON_VALUES",
@@ -29,6 +32,8 @@ __all__ = [
     "INPUT_MESSAGES",
     "INPUT_TOKENS",
     "OPAQUE_STATES",
+    "OPENAI_API_TYPE",
+    "OPENAI_API_TYPES",
     "OPERATION",
     "OPERATION_DURATION_METRIC",
     "OUR_PROVIDER",
@@ -84,6 +89,9 @@ TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+OPENAI_API_TYPE = "openai.api.type"
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 WORKFLOW_NAME = "gen_ai.workflow.name"
@@ -102,6 +110,7 @@ REASONING_DURATION = "reasoning_stream.reasoning.duration"
 REASONING_SEGMENTS = "reasoning_stream.reasoning.segments"
 OPAQUE_STATES = "reasoning_stream.reasoning_state.count"
 TOOL_CALLS = "reasoning_stream.tool_calls"
+COST = "reasoning_stream.cost.usd"
 PIPES = "reasoning_stream.pipeline.pipes"
 INPUT_LENGTH = "reasoning_stream.content.input.length"
 REASONING_LENGTH = "reasoning_stream.content.reasoning.length"
@@ -133,6 +142,12 @@ _OPENAI_COMPATIBLE_HOSTS: Final = (
     ("perplexity.ai", "perplexity"),
     ("openai.azure.com", "azure.ai.openai"),
 )
+
+# ``openai.api.type`` per OpenAI pipe: which of OpenAI's APIs it calls.
+OPENAI_API_TYPES: Final[Mapping[str, str]] = {
+    "openai-chat": "chat_completions",
+    "openai-responses": "responses",
+}
 
 # Provider finish reasons, already normalised by the pipes, to the conventions' vocabulary.
 FINISH_REASON_VALUES: Final[Mapping[str, str]] = {

@@ -354,6 +354,8 @@ def _usage(usage: Any) -> Usage | None:
         input_tokens=sum(counted) if _is_count(inputs[0]) else None,
         output_tokens=output if _is_count(output) else None,
         reasoning_tokens=thinking if _is_count(thinking) else None,
+        cache_write_tokens=inputs[1] if _is_count(inputs[1]) else None,
+        cache_read_tokens=inputs[2] if _is_count(inputs[2]) else None,
     )
     return None if result == Usage() else result
 

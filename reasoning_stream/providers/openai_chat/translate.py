@@ -512,4 +512,7 @@ def _usage(usage: Any) -> Usage:
         input_tokens=_int_or_none(field_of(usage, "prompt_tokens")),
         output_tokens=_int_or_none(field_of(usage, "completion_tokens")),
         reasoning_tokens=_int_or_none(field_of(details, "reasoning_tokens")),
+        cache_read_tokens=_int_or_none(
+            field_of(field_of(usage, "prompt_tokens_details"), "cached_tokens")
+        ),
     )

@@ -425,6 +425,9 @@ class OpenAIResponsesTranslator:
                     reasoning_tokens=_count(
                         field_of(field_of(usage, "output_tokens_details"), "reasoning_tokens")
                     ),
+                    cache_read_tokens=_count(
+                        field_of(field_of(usage, "input_tokens_details"), "cached_tokens")
+                    ),
                 )
             )
         ]
