@@ -56,6 +56,12 @@ class PipeResult:
     model: str | None = None
     endpoint: str | None = None
     response_id: str | None = None
+    response_model: str | None = None
+    """The model that answered, as the response names it (``o3`` answers as ``o3-2025-04-16``)."""
+    service_tier: str | None = None
+    """The service tier the response says it ran on (OpenAI), when it says one."""
+    system_fingerprint: str | None = None
+    """The backend configuration's fingerprint (OpenAI Chat Completions), when sent."""
     error: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -106,6 +112,7 @@ class Capture:
 
     __slots__ = (
         "current",
+        "details",
         "finish_reason",
         "first_reasoning",
         "first_text",
@@ -137,6 +144,7 @@ class Capture:
         self.usage = Usage()
         self.finish_reason: str | None = None
         self.response_id: str | None = None
+        self.details: dict[str, str] = {}
         self.first_reasoning: float | None = None
         self.first_text: float | None = None
         self.segment_started = 0.0
@@ -200,6 +208,9 @@ class Capture:
             model=model,
             endpoint=endpoint,
             response_id=self.response_id,
+            response_model=self.details.get("response_model"),
+            service_tier=self.details.get("service_tier"),
+            system_fingerprint=self.details.get("system_fingerprint"),
             error=error,
         )
 

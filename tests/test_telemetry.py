@@ -164,6 +164,14 @@ def check_pipe_span(span: ReadableSpan, result: PipeResult, provider: str) -> No
         "openai-chat": "chat_completions",
         "openai-responses": "responses",
     }.get(provider)
+    assert attributes.get("gen_ai.response.model") == result.response_model
+    is_openai = provider in ("openai-chat", "openai-responses")
+    assert attributes.get("openai.response.service_tier") == (
+        result.service_tier if is_openai else None
+    )
+    assert attributes.get("openai.response.system_fingerprint") == (
+        result.system_fingerprint if is_openai else None
+    )
     usage = result.usage
     assert attributes.get("gen_ai.usage.cache_read.input_tokens") == usage.cache_read_tokens
     assert attributes.get("gen_ai.usage.cache_creation.input_tokens") == usage.cache_write_tokens
@@ -239,6 +247,7 @@ def test_every_transcript_makes_one_span_equal_to_its_result(
     assert duration.attributes["gen_ai.request.model"] == outcome.result.model
     assert duration.attributes.get("error.type") == dict(span.attributes or {}).get("error.type")
     assert duration.attributes["reasoning_stream.status"] == outcome.result.status
+    assert duration.attributes.get("gen_ai.response.model") == outcome.result.response_model
     tokens = {
         point.attributes["gen_ai.token.type"]: point.sum
         for point in otel.points("gen_ai.client.token.usage")
@@ -807,3 +816,94 @@ def test_the_status_description_leaves_the_http_status_to_error_type(
     assert dict(span.attributes or {})["error.type"] == "429"
     assert "429" not in (span.status.description or "")
     assert type(outcome.error).__name__ in (span.status.description or "")
+
+
+# (target, transcript, response model, service tier, system fingerprint): as the wire says
+RESPONSE_DETAILS = [
+    ("openai-responses", "openai_responses_plain", "o3-2025-04-16", "auto", None),
+    ("openai-responses-httpx", "openai_responses_plain", "o3-2025-04-16", "auto", None),
+    ("openai-chat-sdk", "openai_chat_reasoning_content", "deepseek-reasoner", None,
+     "fp_3a5770e1b4"),
+    ("openai-chat-httpx", "openai_chat_reasoning_content", "deepseek-reasoner", None,
+     "fp_3a5770e1b4"),
+    ("anthropic", "anthropic_thinking", "claude-sonnet-4-6", None, None),
+    ("gemini", "gemini_reasoning", "gemini-2.5-flash", None, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("target_name", "name", "model", "tier", "fingerprint"), RESPONSE_DETAILS)
+def test_what_the_response_says_of_itself_is_on_the_span_and_metrics(
+    wire: WireServer,
+    otel: Otel,
+    target_name: str,
+    name: str,
+    model: str,
+    tier: str | None,
+    fingerprint: str | None,
+) -> None:
+    target = TARGETS[target_name]
+    outcome = play(wire, target, name, Reply(transcript(name)), "sync")
+    assert outcome.result.response_model == model
+    attributes = dict(only_span(otel).attributes or {})
+    assert attributes["gen_ai.response.model"] == model
+    assert attributes.get("openai.response.service_tier") == tier
+    assert attributes.get("openai.response.system_fingerprint") == fingerprint
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.attributes["gen_ai.response.model"] == model
+    for point in otel.points("gen_ai.client.token.usage"):
+        assert point.attributes["gen_ai.response.model"] == model
+
+
+# (target, transcript, settings to send (extra_body), where the wire carries them)
+SETTINGS = [
+    ("anthropic", "anthropic_no_thinking", {"temperature": 0.5, "top_p": 0.9}, ()),
+    ("openai-chat-sdk", "openai_chat_no_reasoning",
+     {"max_tokens": 300, "temperature": 0.25, "top_p": 0.75}, ()),
+    ("openai-responses", "openai_responses_plain",
+     {"max_output_tokens": 500, "temperature": 0.5}, ()),
+    ("gemini", "gemini_plain",
+     {"generationConfig": {"maxOutputTokens": 200, "temperature": 0.5, "topP": 0.5}},
+     ("generationConfig",)),
+]  # fmt: skip
+
+WIRE_NAMES = {
+    "max_tokens": ("max_tokens", "max_output_tokens", "maxOutputTokens"),
+    "temperature": ("temperature",),
+    "top_p": ("top_p", "topP"),
+}
+
+
+@pytest.mark.parametrize(("target_name", "name", "extra", "where"), SETTINGS)
+def test_the_sampling_settings_sent_are_on_the_span(
+    wire: WireServer,
+    otel: Otel,
+    target_name: str,
+    name: str,
+    extra: dict[str, Any],
+    where: tuple[str, ...],
+) -> None:
+    target = TARGETS[target_name]
+    seen = len(wire.requests)
+
+    def prepare(pipe: Any) -> None:
+        pipe.extra_body.update(extra)
+
+    play(wire, target, name, Reply(transcript(name)), "sync", prepare=prepare)
+    # The oracle: the body the server received.
+    body = wire.requests[seen].json()
+    for key in where:
+        body = body[key]
+    sent = {
+        name: body[wire_name]
+        for name, wire_names in WIRE_NAMES.items()
+        for wire_name in wire_names
+        if wire_name in body
+    }
+    assert sent  # the case sends something
+    attributes = dict(only_span(otel).attributes or {})
+    exported = {
+        name: attributes[f"gen_ai.request.{name}"]
+        for name in WIRE_NAMES
+        if f"gen_ai.request.{name}" in attributes
+    }
+    assert exported == sent

@@ -28,6 +28,8 @@ from ._semconv import (
     OPAQUE_STATES,
     OPENAI_API_TYPE,
     OPENAI_API_TYPES,
+    OPENAI_FINGERPRINT,
+    OPENAI_SERVICE_TIER,
     OPERATION,
     OPERATION_DURATION_METRIC,
     OUR_PROVIDER,
@@ -40,8 +42,10 @@ from ._semconv import (
     REASONING_SEGMENTS,
     REASONING_TOKENS,
     REQUEST_MODEL,
+    REQUEST_SETTINGS,
     REQUEST_STREAM,
     RESPONSE_ID,
+    RESPONSE_MODEL,
     RETRY_EVENT,
     SECONDS_BUCKETS,
     SERVER_ADDRESS,
@@ -118,18 +122,23 @@ class _Shape:
     built: tracers and meters copy what they keep (the SDK does).
     """
 
-    __slots__ = ("known_server", "metric_attributes", "name", "outcomes", "start", "streaming")
+    __slots__ = (
+        "known_server", "metric_attributes", "name", "openai", "outcomes", "start", "streaming",
+    )  # fmt: skip
 
     def __init__(self, pipe: Pipe, stream: object) -> None:
         self.name, self.start, self.metric_attributes = _pipe_start(pipe, stream)
         self.known_server = SERVER_ADDRESS in self.metric_attributes
+        self.openai = OPENAI_API_TYPE in self.start
         # The conventions define time to first chunk for streaming requests only.
         self.streaming = stream is not False
-        self.outcomes: dict[tuple[str | None, str | None], _Outcome] = {}
+        self.outcomes: dict[tuple[str | None, str | None, str | None], _Outcome] = {}
 
-    def outcome(self, status: str | None, error_type: str | None) -> _Outcome:
+    def outcome(
+        self, status: str | None, error_type: str | None, model: str | None = None
+    ) -> _Outcome:
         """The metric attributes of a run that ended so (few combinations: built once each)."""
-        key = (status, error_type)
+        key = (status, error_type, model)
         outcome = self.outcomes.get(key)
         if outcome is None:
             # Low-cardinality outcome dimensions: "how often does it run out of budget" is
@@ -139,6 +148,8 @@ class _Shape:
                 attributes[ERROR_TYPE] = error_type
             if status is not None:
                 attributes[STATUS] = status
+            if model:
+                attributes[RESPONSE_MODEL] = model
             if len(self.outcomes) > 64:  # error types are bounded, but keep the cache so too
                 self.outcomes.clear()
             outcome = self.outcomes[key] = _Outcome(
@@ -193,7 +204,7 @@ class _Observer:
                 shape.name, parent, kind=self._client_kind, attributes=shape.start
             )
         token = self._attach(self._in_context(span, parent))
-        return _Scope(self, span, token, prompt, shape, parent, _clock())
+        return _Scope(self, span, token, prompt, shape, parent, _clock(), runner)
 
     def _shape(self, pipe: Pipe) -> _Shape:
         """The span name and start attributes, cached per pipe identity (provider, model, ...)."""
@@ -210,7 +221,7 @@ class _Observer:
 class _Scope:
     """One run's span; ends it with the result's attributes and records the metrics."""
 
-    __slots__ = ("observer", "parent", "prompt", "shape", "span", "started", "token")
+    __slots__ = ("observer", "parent", "prompt", "runner", "shape", "span", "started", "token")
 
     def __init__(
         self,
@@ -221,7 +232,9 @@ class _Scope:
         shape: _Shape | None,
         parent: Any,
         started: float,
+        runner: Pipe | Pipeline,
     ) -> None:
+        self.runner = runner
         self.observer = observer
         self.span = span
         self.token = token
@@ -252,8 +265,9 @@ class _Scope:
                     first = _first_chunk(result) if shape.streaming and result is not None else None
                     if recording:
                         _finish_pipe(
-                            span, result, error_type, self.prompt, observer.capture, shape, first
-                        )
+                            span, result, error_type, self.prompt, observer.capture, shape, first,
+                            getattr(self.runner, "request_settings", None),
+                        )  # fmt: skip
                     self._record(shape, result, error_type, duration, first)
                 if error_type is not None:
                     from opentelemetry.trace import Status, StatusCode
@@ -287,7 +301,10 @@ class _Scope:
         if result is None and error_type is None:
             instruments.duration.record(duration, shape.metric_attributes, parent)
             return
-        outcome = shape.outcome(None if result is None else result.status, error_type)
+        if result is None:
+            outcome = shape.outcome(None, error_type)
+        else:
+            outcome = shape.outcome(result.status, error_type, result.response_model)
         attributes = outcome.attributes
         instruments.duration.record(duration, attributes, parent)
         if result is None:
@@ -344,15 +361,26 @@ def _finish_pipe(
     capture: ContentCapture,
     shape: _Shape,
     first: float | None,
+    settings: dict[str, int | float] | None = None,
 ) -> None:
     """Everything the run learned, as the span's attributes: one ``set_attributes`` call."""
     attributes: dict[str, Any] = {}
+    if settings:
+        for name, value in settings.items():
+            attributes[REQUEST_SETTINGS[name]] = value
     if error_type is not None:
         attributes[ERROR_TYPE] = error_type
     if result is not None:
         attributes[STATUS] = result.status
         if result.response_id:
             attributes[RESPONSE_ID] = result.response_id
+        if result.response_model:
+            attributes[RESPONSE_MODEL] = result.response_model
+        if shape.openai:
+            if result.service_tier:
+                attributes[OPENAI_SERVICE_TIER] = result.service_tier
+            if result.system_fingerprint:
+                attributes[OPENAI_FINGERPRINT] = result.system_fingerprint
         if result.finish_reason:
             # The same value as the output message's finish_reason ("tool_call").
             reason = result.finish_reason

@@ -34,6 +34,8 @@ __all__ = [
     "OPAQUE_STATES",
     "OPENAI_API_TYPE",
     "OPENAI_API_TYPES",
+    "OPENAI_FINGERPRINT",
+    "OPENAI_SERVICE_TIER",
     "OPERATION",
     "OPERATION_DURATION_METRIC",
     "OUR_PROVIDER",
@@ -48,8 +50,10 @@ __all__ = [
     "REASONING_SEGMENTS",
     "REASONING_TOKENS",
     "REQUEST_MODEL",
+    "REQUEST_SETTINGS",
     "REQUEST_STREAM",
     "RESPONSE_ID",
+    "RESPONSE_MODEL",
     "RETRY_EVENT",
     "SCOPE_NAME",
     "SECONDS_BUCKETS",
@@ -92,6 +96,14 @@ REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
 CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 OPENAI_API_TYPE = "openai.api.type"
+OPENAI_SERVICE_TIER = "openai.response.service_tier"
+OPENAI_FINGERPRINT = "openai.response.system_fingerprint"
+RESPONSE_MODEL = "gen_ai.response.model"
+REQUEST_SETTINGS: Final[Mapping[str, str]] = {
+    "max_tokens": "gen_ai.request.max_tokens",
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+}
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 WORKFLOW_NAME = "gen_ai.workflow.name"

@@ -114,6 +114,8 @@ class AnthropicTranslator:
             _STOP_REASONS if stop_reasons is None else stop_reasons
         )
         self.response_id: str | None = None
+        self.details: dict[str, str] = {}
+        """What the response says of itself: ``response_model``."""
         """The message id from ``message_start``, once seen."""
         self.stopped = False
         """Whether the message ended (a stop reason or ``message_stop``): without it, a
@@ -202,6 +204,9 @@ class AnthropicTranslator:
         message_id = field_of(message, "id")
         if isinstance(message_id, str) and message_id:
             self.response_id = message_id
+        model = field_of(message, "model")
+        if isinstance(model, str) and model:
+            self.details["response_model"] = model
         usage = _usage(field_of(message, "usage"))
         return [UsageReport(usage)] if usage is not None else []
 

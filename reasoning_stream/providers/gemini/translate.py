@@ -99,6 +99,8 @@ class GeminiTranslator:
         self.model = model
         self.endpoint = endpoint
         self.response_id: str | None = None
+        self.details: dict[str, str] = {}
+        """What the response says of itself: ``response_model`` (``modelVersion``)."""
         self._in_thought = False
         self._parts = 0
         self._text_length = 0
@@ -119,6 +121,9 @@ class GeminiTranslator:
         response_id = chunk.get("responseId")
         if response_id and isinstance(response_id, str) and response_id != self.response_id:
             self.response_id = response_id
+            version = chunk.get("modelVersion")
+            if isinstance(version, str) and version:
+                self.details["response_model"] = version
 
         events: list[Event] = []
         candidates = chunk.get("candidates")
