@@ -907,3 +907,62 @@ def test_the_sampling_settings_sent_are_on_the_span(
         if f"gen_ai.request.{name}" in attributes
     }
     assert exported == sent
+
+
+SYSTEM_PROMPT = [
+    {"role": "system", "content": "Answer in one word."},
+    {"role": "user", "content": "Say something."},
+]
+
+
+@pytest.mark.parametrize(
+    ("target_name", "name", "separate"),
+    [
+        ("anthropic", "anthropic_no_thinking", True),
+        ("gemini", "gemini_plain", True),
+        ("bedrock", "bedrock_converse_plain", True),
+        ("openai-chat-sdk", "openai_chat_no_reasoning", False),
+    ],
+)
+def test_a_separate_system_prompt_is_exported_as_system_instructions(
+    wire: WireServer, full: Otel, target_name: str, name: str, separate: bool
+) -> None:
+    target = TARGETS[target_name]
+    prefix = fresh_prefix()
+    wire.add(under(prefix, Reply(transcript(name))))
+    seen = len(wire.requests)
+    built = target.build(wire.url + prefix, "sync", 10.0, name)
+    try:
+        built.pipe.run(SYSTEM_PROMPT)
+    finally:
+        built.close()
+    # The oracle: where the request the server received put the system prompt.
+    body = wire.requests[seen].json()
+    sent_apart = any(key in body for key in ("system", "systemInstruction"))
+    assert sent_apart == separate
+    attributes = dict(only_span(full).attributes or {})
+    inputs = json.loads(str(attributes["gen_ai.input.messages"]))
+    if separate:
+        assert json.loads(str(attributes["gen_ai.system_instructions"])) == [
+            {"type": "text", "content": "Answer in one word."}
+        ]
+        assert [message["role"] for message in inputs] == ["user"]
+    else:
+        assert "gen_ai.system_instructions" not in attributes
+        assert [message["role"] for message in inputs] == ["system", "user"]
+
+
+def test_responses_instructions_are_system_instructions(wire: WireServer, full: Otel) -> None:
+    target = TARGETS["openai-responses"]
+    prefix = fresh_prefix()
+    wire.add(under(prefix, Reply(transcript("openai_responses_plain"))))
+    built = target.build(wire.url + prefix, "sync", 10.0, "openai_responses_plain")
+    built.pipe.instructions = "Be brief."  # type: ignore[attr-defined]
+    try:
+        built.pipe.run("Say something.")
+    finally:
+        built.close()
+    attributes = dict(only_span(full).attributes or {})
+    assert json.loads(str(attributes["gen_ai.system_instructions"])) == [
+        {"type": "text", "content": "Be brief."}
+    ]

@@ -123,13 +123,16 @@ class _Shape:
     """
 
     __slots__ = (
-        "known_server", "metric_attributes", "name", "openai", "outcomes", "start", "streaming",
+        "known_server", "metric_attributes", "name", "openai", "outcomes", "separate_system",
+        "start", "streaming",
     )  # fmt: skip
 
     def __init__(self, pipe: Pipe, stream: object) -> None:
         self.name, self.start, self.metric_attributes = _pipe_start(pipe, stream)
         self.known_server = SERVER_ADDRESS in self.metric_attributes
         self.openai = OPENAI_API_TYPE in self.start
+        # Providers whose requests carry system messages apart from the chat history.
+        self.separate_system = pipe.provider in _SEPARATE_SYSTEM
         # The conventions define time to first chunk for streaming requests only.
         self.streaming = stream is not False
         self.outcomes: dict[tuple[str | None, str | None, str | None], _Outcome] = {}
@@ -267,6 +270,7 @@ class _Scope:
                         _finish_pipe(
                             span, result, error_type, self.prompt, observer.capture, shape, first,
                             getattr(self.runner, "request_settings", None),
+                            _instructions(self.runner) if observer.capture == "full" else None,
                         )  # fmt: skip
                     self._record(shape, result, error_type, duration, first)
                 if error_type is not None:
@@ -362,6 +366,7 @@ def _finish_pipe(
     shape: _Shape,
     first: float | None,
     settings: dict[str, int | float] | None = None,
+    instructions: str | None = None,
 ) -> None:
     """Everything the run learned, as the span's attributes: one ``set_attributes`` call."""
     attributes: dict[str, Any] = {}
@@ -422,7 +427,15 @@ def _finish_pipe(
                 if port is not None:
                     attributes[SERVER_PORT] = port
     if capture != "none":
-        attributes.update(content_attributes(prompt, result, capture))
+        attributes.update(
+            content_attributes(
+                prompt,
+                result,
+                capture,
+                separate_system=shape.separate_system,
+                instructions=instructions,
+            )
+        )
     span.set_attributes(attributes)
 
 
@@ -443,6 +456,15 @@ def _finish_workflow(
     if capture != "none":
         attributes.update(content_attributes(prompt, last, capture))
     span.set_attributes(attributes)
+
+
+_SEPARATE_SYSTEM = frozenset({"anthropic", "gemini", "bedrock"})
+
+
+def _instructions(runner: object) -> str | None:
+    """A system prompt the pipe sends on its own (the Responses API's ``instructions``)."""
+    value = getattr(runner, "instructions", None)
+    return value if isinstance(value, str) and value else None
 
 
 def _first_chunk(result: PipeResult) -> float | None:

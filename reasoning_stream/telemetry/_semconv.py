@@ -61,6 +61,7 @@ __all__ = [
     "SERVER_ADDRESS",
     "SERVER_PORT",
     "STATUS",
+    "SYSTEM_INSTRUCTIONS",
     "TEXT_LENGTH",
     "TIME_TO_FIRST_CHUNK",
     "TIME_TO_FIRST_CHUNK_METRIC",
@@ -99,6 +100,7 @@ OPENAI_API_TYPE = "openai.api.type"
 OPENAI_SERVICE_TIER = "openai.response.service_tier"
 OPENAI_FINGERPRINT = "openai.response.system_fingerprint"
 RESPONSE_MODEL = "gen_ai.response.model"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 REQUEST_SETTINGS: Final[Mapping[str, str]] = {
     "max_tokens": "gen_ai.request.max_tokens",
     "temperature": "gen_ai.request.temperature",
