@@ -14,6 +14,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("genai_prices")
 
@@ -152,3 +154,46 @@ def test_the_cli_summary_shows_the_cost_when_known() -> None:
     assert "cached 100" in summary_line(known, width=200)
     unknown = PipeResult(usage=usage, provider="ollama", model="qwen3")
     assert "cost" not in summary_line(unknown, width=200)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from(
+        [
+            ("openai-responses", "openai", "o3"),
+            ("anthropic", "anthropic", "claude-sonnet-4-6"),
+            ("gemini", "google", "gemini-2.5-flash"),
+            ("gemini", "google", "gemini-2.5-pro"),  # tiered above 200k prompt tokens
+        ]
+    ),
+    cached=st.integers(0, 300_000),
+    written=st.integers(0, 300_000),
+    fresh=st.integers(0, 300_000),
+    output=st.integers(0, 100_000),
+)
+def test_the_price_is_genai_prices_own_for_any_counts(
+    model: tuple[str, str, str], cached: int, written: int, fresh: int, output: int
+) -> None:
+    import genai_prices
+
+    ours, theirs, name = model
+    if ours != "anthropic":
+        written = 0
+    inputs = fresh + cached + written
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(
+            input_tokens=inputs,
+            output_tokens=output,
+            **({"cache_read_tokens": cached} if cached else {}),
+            **({"cache_write_tokens": written} if written else {}),
+        ),
+        name,
+        provider_id=theirs,
+    ).total_price
+    usage = Usage(
+        input_tokens=inputs,
+        output_tokens=output,
+        cache_read_tokens=cached,
+        cache_write_tokens=written or None,
+    )
+    assert PipeResult(usage=usage, provider=ours, model=name).cost == expected
