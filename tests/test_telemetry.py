@@ -966,3 +966,38 @@ def test_responses_instructions_are_system_instructions(wire: WireServer, full: 
     assert json.loads(str(attributes["gen_ai.system_instructions"])) == [
         {"type": "text", "content": "Be brief."}
     ]
+
+
+def test_a_failed_run_emits_the_exception_event_in_its_span(wire: WireServer) -> None:
+    from opentelemetry._logs import SeverityNumber
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
+    try:
+        name = "anthropic_rate_limited"
+        outcome = play(wire, TARGETS["anthropic"], name, Reply(transcript(name)), "sync")
+        ok = play(wire, TARGETS["anthropic"], "anthropic_thinking",
+                  Reply(transcript("anthropic_thinking")), "sync")  # fmt: skip
+    finally:
+        telemetry.uninstrument()
+    assert outcome.error is not None and ok.error is None
+    failed = next(s for s in spans.get_finished_spans() if s.status.status_code is StatusCode.ERROR)
+    (record,) = [item.log_record for item in logs.get_finished_logs()]  # none for the success
+    assert record.event_name == "gen_ai.client.operation.exception"
+    assert record.severity_number is SeverityNumber.WARN
+    attributes = dict(record.attributes or {})
+    assert attributes["error.type"] == "429"
+    error_class = type(outcome.error)
+    assert attributes["exception.type"] == f"{error_class.__module__}.{error_class.__qualname__}"
+    assert attributes["exception.message"] == str(outcome.error)
+    assert API_KEY not in json.dumps(attributes)
+    context = failed.get_span_context()
+    assert context is not None
+    assert (record.trace_id, record.span_id) == (context.trace_id, context.span_id)

@@ -99,6 +99,7 @@ from ._semconv import (
 # isort: on
 
 if TYPE_CHECKING:
+    from opentelemetry._logs import LoggerProvider
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
@@ -118,6 +119,7 @@ def instrument(
     tracer_provider: TracerProvider | None = None,
     meter_provider: MeterProvider | None = None,
     capture_content: ContentCapture = "none",
+    logger_provider: LoggerProvider | None = None,
 ) -> None:
     """Trace and measure every run of every pipe and pipeline from now on.
 
@@ -126,6 +128,8 @@ def instrument(
         meter_provider: where metrics go (default: the global one).
         capture_content: ``"none"`` (default), ``"lengths"`` or ``"full"``: see the module doc.
             Opaque reasoning state is never exported, whatever the level.
+        logger_provider: where the ``gen_ai.client.operation.exception`` event of a failed
+            run goes (default: the global one, ``set_logger_provider``).
 
     Calling it again replaces the previous configuration. Raises ``UsageError`` with the install
     command when ``opentelemetry-api`` is missing.
@@ -142,7 +146,10 @@ def instrument(
         ) from error
     tracer = trace.get_tracer(SCOPE_NAME, tracer_provider=tracer_provider)
     meter = metrics.get_meter(SCOPE_NAME, meter_provider=meter_provider)
-    observer = _Observer(tracer, _Instruments(meter), capture_content)
+    from opentelemetry._logs import get_logger
+
+    events = get_logger(SCOPE_NAME, logger_provider=logger_provider)
+    observer = _Observer(tracer, _Instruments(meter), capture_content, events)
     global _active
     with _lock:
         if _active is not None:

@@ -22,6 +22,9 @@ from ._semconv import (
     CACHE_WRITE_TOKENS,
     COST,
     ERROR_TYPE,
+    EXCEPTION_EVENT,
+    EXCEPTION_MESSAGE,
+    EXCEPTION_TYPE,
     FINISH_REASON_VALUES,
     FINISH_REASONS,
     INPUT_TOKENS,
@@ -179,8 +182,16 @@ class _Outcome:
 class _Observer:
     """Opens a span per run and records the metrics when it ends."""
 
-    def __init__(self, tracer: Tracer, instruments: _Instruments, capture: ContentCapture):
+    def __init__(
+        self,
+        tracer: Tracer,
+        instruments: _Instruments,
+        capture: ContentCapture,
+        events: Any = None,
+    ):
         from opentelemetry import context, trace
+
+        self.events = events
 
         self.tracer = tracer
         self.instruments = instruments
@@ -277,6 +288,8 @@ class _Scope:
                     from opentelemetry.trace import Status, StatusCode
 
                     span.set_status(Status(StatusCode.ERROR, _description(error)))
+                    if shape is not None and observer.events is not None and error is not None:
+                        _exception_event(observer.events, span, error, error_type)
             finally:
                 span.end()
 
@@ -465,6 +478,29 @@ def _instructions(runner: object) -> str | None:
     """A system prompt the pipe sends on its own (the Responses API's ``instructions``)."""
     value = getattr(runner, "instructions", None)
     return value if isinstance(value, str) and value else None
+
+
+def _exception_event(events: Any, span: Span, error: BaseException, error_type: str) -> None:
+    """The conventions' ``gen_ai.client.operation.exception`` log event, in the span's context.
+
+    Severity WARN as the conventions ask; the message is the error's (already redacted by the
+    pipes: no key or opaque payload), never a stack trace.
+    """
+    from opentelemetry._logs import SeverityNumber
+    from opentelemetry.trace import set_span_in_context
+
+    cls = type(error)
+    events.emit(
+        event_name=EXCEPTION_EVENT,
+        severity_number=SeverityNumber.WARN,
+        severity_text="WARN",
+        context=set_span_in_context(span),
+        attributes={
+            ERROR_TYPE: error_type,
+            EXCEPTION_TYPE: f"{cls.__module__}.{cls.__qualname__}",
+            EXCEPTION_MESSAGE: str(error)[:500],
+        },
+    )
 
 
 def _first_chunk(result: PipeResult) -> float | None:

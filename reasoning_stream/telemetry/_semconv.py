@@ -26,6 +26,9 @@ __all__ = [
     "CACHE_WRITE_TOKENS",
     "COST",
     "ERROR_TYPE",
+    "EXCEPTION_EVENT",
+    "EXCEPTION_MESSAGE",
+    "EXCEPTION_TYPE",
     "FINISH_REASONS",
     "FINISH_REASON_VALUES",
     "INPUT_LENGTH",
@@ -114,6 +117,9 @@ SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 ERROR_TYPE = "error.type"
 RETRY_EVENT = "reasoning_stream.retry"
+EXCEPTION_EVENT = "gen_ai.client.operation.exception"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
 
 OUR_PROVIDER = "reasoning_stream.provider"
 PIPE_NAME = "reasoning_stream.pipe.name"
