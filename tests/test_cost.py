@@ -197,3 +197,18 @@ def test_the_price_is_genai_prices_own_for_any_counts(
         cache_write_tokens=written or None,
     )
     assert PipeResult(usage=usage, provider=ours, model=name).cost == expected
+
+
+def test_cached_counts_survive_the_hub_entry_format() -> None:
+    from reasoning_stream import UsageReport
+    from reasoning_stream.hub._entry import event_from_dict, event_to_dict
+
+    usage = Usage(
+        input_tokens=40, output_tokens=9, reasoning_tokens=4, cache_read_tokens=30,
+        cache_write_tokens=2,
+    )  # fmt: skip
+    decoded = event_from_dict(event_to_dict(UsageReport(usage)))
+    assert isinstance(decoded, UsageReport)
+    assert decoded.usage == usage
+    plain = Usage(input_tokens=1, output_tokens=2)
+    assert "cache_read_tokens" not in event_to_dict(UsageReport(plain))["usage"]
