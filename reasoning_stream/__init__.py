@@ -18,6 +18,7 @@ from ._events import (
     OpaqueState,
     ReasoningDelta,
     ReasoningEnd,
+    ReasoningHidden,
     ReasoningStart,
     ReasoningState,
     TextDelta,
@@ -50,6 +51,7 @@ from ._tags import Escaper as Escaper
 from ._tags import Scanner as Scanner
 
 if TYPE_CHECKING:
+    from . import profiles
     from ._effort import (
         Reasoning,
         ReasoningLevel,
@@ -84,6 +86,7 @@ _LAZY = {
     "PassbackPolicy": "conversation",
     "PassbackProblem": "conversation",
     "TurnRecord": "conversation",
+    "profiles": "",
 }
 
 
@@ -94,7 +97,9 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(f".{module}", __name__), name)
+    # An empty module name marks a subpackage exported under its own name.
+    target = import_module(f".{module or name}", __name__)
+    value = target if not module else getattr(target, name)
     globals()[name] = value
     return value
 
@@ -132,6 +137,7 @@ __all__ = [
     "Reasoning",
     "ReasoningDelta",
     "ReasoningEnd",
+    "ReasoningHidden",
     "ReasoningLevel",
     "ReasoningPlan",
     "ReasoningStart",
@@ -151,6 +157,7 @@ __all__ = [
     "UsageReport",
     "effort_table",
     "plan_reasoning",
+    "profiles",
     "strip_inert_keys",
 ]
 

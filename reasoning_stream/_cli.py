@@ -411,18 +411,14 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
         err.write(f"\nreasoning-stream: {error}\n")
         return 1
     except ProviderError as error:
-        _close(renderer)
-        _end_line(out, renderer)
-        err.write(f"reasoning-stream: {error}\n")
+        _stop_rendering(out, err, renderer, error)
         url = effective_base_url(args.provider, args.base_url, os.environ)
         hint = endpoint_hint(args.provider, error, url) if url else None
         if hint:
             err.write(f"reasoning-stream: {hint}\n")
         return 1
     except ReasoningStreamError as error:
-        _close(renderer)
-        _end_line(out, renderer)
-        err.write(f"reasoning-stream: {error}\n")
+        _stop_rendering(out, err, renderer, error)
         return 2
     try:
         _close(renderer)
@@ -440,6 +436,15 @@ def _chat(args: argparse.Namespace, out: IO[str], err: IO[str], notes: _Notes) -
 def _close(renderer: ChannelRenderer | None) -> None:
     if renderer is not None:
         renderer.close()
+
+
+def _stop_rendering(
+    out: IO[str], err: IO[str], renderer: ChannelRenderer | None, error: BaseException
+) -> None:
+    """A run failed: close the rendering, end its line, and say what failed."""
+    _close(renderer)
+    _end_line(out, renderer)
+    err.write(f"reasoning-stream: {error}\n")
 
 
 def _end_line(out: IO[str], renderer: ChannelRenderer | None) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "level_for",
     "merge_params",
     "model_tail",
+    "settled",
     "validate_reasoning",
 ]
 
@@ -166,6 +167,16 @@ def always_reasons(ask: Ask, where: str) -> Draft:
     else:
         note = f"{where} always reasons and takes no effort setting; {ask.raw!r} sent nothing"
     return Draft(warnings=[note], supported=False)
+
+
+def settled(style: str, ask: Ask, where: str) -> Draft | None:
+    """The draft for a family whose reasoning no ask changes: ``"none"`` (cannot reason) or
+    ``"fixed"`` (always reasons); ``None`` for any other style, which the planner decides."""
+    if style == "none":
+        return cannot_reason()
+    if style == "fixed":
+        return always_reasons(ask, where)
+    return None
 
 
 def level_for(ask: Ask, where: str) -> tuple[ReasoningLevel, list[str]]:

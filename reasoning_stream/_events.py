@@ -18,6 +18,7 @@ __all__ = [
     "OpaqueState",
     "ReasoningDelta",
     "ReasoningEnd",
+    "ReasoningHidden",
     "ReasoningStart",
     "ReasoningState",
     "TextDelta",
@@ -279,6 +280,24 @@ class OpaqueState:
     state: ReasoningState
     source: str | None = field(default=None, compare=False)
     kind: ClassVar[Literal["opaque_state"]] = "opaque_state"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningHidden:
+    """The model reasoned, but the provider kept the reasoning hidden (a signature or an
+    encrypted payload only): no markers reach the channel, and callbacks get this instead, so
+    a UI can say "thought for 4 s".
+
+    ``duration`` is seconds from the hidden block's start to its stop; ``tokens`` is the
+    reasoning token count when the provider reports one, else ``None``.
+    """
+
+    __repr__ = _event_repr
+
+    duration: float
+    tokens: int | None = None
+    source: str | None = field(default=None, compare=False)
+    kind: ClassVar[Literal["reasoning_hidden"]] = "reasoning_hidden"
 
 
 Event: TypeAlias = (

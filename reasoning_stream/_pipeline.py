@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Self
 
@@ -80,26 +81,23 @@ class Pipeline:
 
     def set_streaming_callback(self, callback: StreamingCallback) -> Self:
         """Add a channel callback to every pipe: one channel for the whole chain."""
-        for pipe in self.pipes:
-            pipe.set_streaming_callback(callback)
-        return self
+        return self._each(lambda pipe: pipe.set_streaming_callback(callback))
 
     def remove_streaming_callback(self, callback: StreamingCallback) -> Self:
         """Remove a channel callback from every pipe."""
-        for pipe in self.pipes:
-            pipe.remove_streaming_callback(callback)
-        return self
+        return self._each(lambda pipe: pipe.remove_streaming_callback(callback))
 
     def set_event_callback(self, callback: EventCallback) -> Self:
         """Add a typed-event callback to every pipe; events name their source pipe."""
-        for pipe in self.pipes:
-            pipe.set_event_callback(callback)
-        return self
+        return self._each(lambda pipe: pipe.set_event_callback(callback))
 
     def set_stream_model_reasoning(self, on: bool) -> Self:
         """Set the reasoning gate on every pipe."""
+        return self._each(lambda pipe: pipe.set_stream_model_reasoning(on))
+
+    def _each(self, setting: Callable[[Pipe], object]) -> Self:
         for pipe in self.pipes:
-            pipe.set_stream_model_reasoning(on)
+            setting(pipe)
         return self
 
     def run(self, prompt: Prompt) -> PipelineResult:

@@ -35,6 +35,7 @@ TOP_LEVEL = [
     "Reasoning",
     "ReasoningDelta",
     "ReasoningEnd",
+    "ReasoningHidden",
     "ReasoningLevel",
     "ReasoningPlan",
     "ReasoningStart",
@@ -54,6 +55,7 @@ TOP_LEVEL = [
     "UsageReport",
     "effort_table",
     "plan_reasoning",
+    "profiles",
     "strip_inert_keys",
 ]
 """``reasoning_stream.__all__``, pinned: a name joins or leaves it on purpose."""

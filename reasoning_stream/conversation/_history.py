@@ -4,13 +4,15 @@ A prompt is a string, a list of message dicts, or a conversation (anything with
 ``turns_for(pipe)``). :func:`history_turns` turns it into the :class:`HistoryTurn` s a provider's
 request builder reads, under the pipe's passback policy resolved once for the request;
 :func:`check_passback` asks a conversation, before anything is sent, whether the provider
-would reject it. The rest are helpers the builders share.
+would reject it; :func:`resolve_request` does both under one resolution and hands back a
+:class:`RequestTurns` the driver passes on as the request's prompt. The rest are helpers the
+builders share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from .._events import ReasoningState
@@ -21,11 +23,13 @@ from ._policy import PassbackPolicy
 
 __all__ = [
     "HistoryTurn",
+    "RequestTurns",
     "check_passback",
     "check_prompt",
     "history_turns",
     "in_received_order",
     "request_turns",
+    "resolve_request",
     "tool_call_arguments",
 ]
 
@@ -33,12 +37,27 @@ T = TypeVar("T")
 B = TypeVar("B")
 
 
+@dataclass(frozen=True, slots=True)
+class RequestTurns:
+    """A prompt resolved for one request: the turns it sends, checked, and the policy used.
+
+    The driver makes one with :func:`resolve_request` before anything is sent and passes it
+    where the prompt went; :func:`history_turns` (what a request builder reads) hands its
+    turns back as they are, so the policy is never resolved again for that request.
+    ``policy`` is ``None`` when the prompt held no history a policy decides on (a string,
+    a list of messages).
+    """
+
+    turns: tuple[HistoryTurn, ...]
+    policy: PassbackPolicy | None = None
+
+
 def check_prompt(prompt: object) -> None:
     """Raise ``UsageError`` unless ``prompt`` is a string, a list of messages or a conversation.
 
     A run checks its prompt before it builds a client or sends anything.
     """
-    if isinstance(prompt, str) or callable(getattr(prompt, "turns_for", None)):
+    if isinstance(prompt, str | RequestTurns) or callable(getattr(prompt, "turns_for", None)):
         return
     if isinstance(prompt, Sequence) and not isinstance(prompt, bytes | bytearray):
         for index, message in enumerate(prompt):
@@ -59,21 +78,37 @@ def history_turns(prompt: Any, pipe: object) -> list[HistoryTurn]:
 
     A ``Conversation`` scopes its turns under the pipe's policy, resolved here once for the
     request. Turns from any other ``turns_for`` keep their readable reasoning only where that
-    policy gives it back, so a request builder never consults the policy itself.
+    policy gives it back, so a request builder never consults the policy itself. A
+    :class:`RequestTurns` gives its turns as they are.
     """
-    scoped = getattr(prompt, "scoped_turns", None)
-    if callable(scoped):
-        turns: list[HistoryTurn] = scoped(pipe, PassbackPolicy.for_pipe(pipe))
-        return turns
+    return list(_scoped(prompt, pipe).turns)
+
+
+def _conversation_turns(prompt: Any, pipe: object, method: str) -> RequestTurns | None:
+    """``prompt.<method>(pipe, policy)`` (a conversation's) under the pipe's policy, resolved
+    here; ``None`` when ``prompt`` has no such method."""
+    turns = getattr(prompt, method, None)
+    if not callable(turns):
+        return None
+    policy = PassbackPolicy.for_pipe(pipe)
+    return RequestTurns(tuple(turns(pipe, policy)), policy)
+
+
+def _scoped(prompt: Any, pipe: object) -> RequestTurns:
+    if isinstance(prompt, RequestTurns):
+        return prompt
+    scoped = _conversation_turns(prompt, pipe, "scoped_turns")
+    if scoped is not None:
+        return scoped
     turns_for = getattr(prompt, "turns_for", None)
     if callable(turns_for):
         given: list[HistoryTurn] = turns_for(pipe)
         if not any(turn.reasoning is not None for turn in given):
-            return given
+            return RequestTurns(tuple(given))
         policy = PassbackPolicy.for_pipe(pipe)
-        return [_with_policy(turn, policy) for turn in given]
+        return RequestTurns(tuple(_with_policy(turn, policy) for turn in given), policy)
     check_prompt(prompt)
-    return [HistoryTurn(message) for message in messages_from_prompt(prompt)]
+    return RequestTurns(tuple(HistoryTurn(message) for message in messages_from_prompt(prompt)))
 
 
 def _with_policy(turn: HistoryTurn, policy: PassbackPolicy) -> HistoryTurn:
@@ -102,12 +137,20 @@ def request_turns(prompt: Any, pipe: object) -> list[HistoryTurn]:
     from ``with_repair()`` repairs instead). A conversation resolves the pipe's passback
     policy once for both; the two separate calls resolve it once each.
     """
-    checked = getattr(prompt, "checked_turns", None)
-    if callable(checked):
-        turns: list[HistoryTurn] = checked(pipe, PassbackPolicy.for_pipe(pipe))
-        return turns
-    check_passback(prompt, pipe)
-    return history_turns(prompt, pipe)
+    return list(resolve_request(prompt, pipe).turns)
+
+
+def resolve_request(prompt: Any, pipe: object) -> RequestTurns:
+    """:func:`request_turns` with the policy it resolved: what one request sends.
+
+    A provider driver calls it once per request and hands the result to the request
+    builder in place of the prompt; a :class:`RequestTurns` comes back as it is.
+    """
+    checked = _conversation_turns(prompt, pipe, "checked_turns")
+    if checked is not None:
+        return checked
+    check_passback(prompt, pipe)  # a RequestTurns has nothing to check: it comes back as it is
+    return _scoped(prompt, pipe)
 
 
 def tool_call_arguments(arguments: Any, name: str, *, provider_label: str) -> dict[str, Any]:

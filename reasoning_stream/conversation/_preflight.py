@@ -15,7 +15,7 @@ preflight" lists them all.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .._exceptions import UsageError
@@ -29,7 +29,9 @@ __all__ = [
     "PassbackProblem",
     "PreflightTurn",
     "find_problems",
+    "problems_where",
     "raise_problems",
+    "repair_where",
     "repaired",
     "rules_for",
 ]
@@ -85,3 +87,36 @@ def repaired(
             stacklevel=4,
         )
     return fixed
+
+
+# ------------------------------------------------------------- helpers for a provider's rules
+
+
+def problems_where(
+    turns: Sequence[PreflightTurn], rejected: Callable[[PreflightTurn], bool], code: str, what: str
+) -> list[PassbackProblem]:
+    """A provider's ``preflight``: one problem (``code``, ``what`` to do) per turn ``rejected``
+    picks, in order."""
+    return [PassbackProblem(checked.index, code, what) for checked in turns if rejected(checked)]
+
+
+def repair_where(
+    turns: Sequence[PreflightTurn],
+    rejected: Callable[[PreflightTurn], bool],
+    fix: Callable[[HistoryTurn], HistoryTurn],
+    note: str,
+) -> tuple[list[HistoryTurn], list[str]]:
+    """A provider's ``repair``: each turn ``rejected`` picks ``fix`` ed, the others as they are.
+
+    The note says which messages changed (``note`` with ``{messages}`` filled in); with none
+    changed there is no note.
+    """
+    repaired_turns: list[HistoryTurn] = []
+    fixed: list[str] = []
+    for checked in turns:
+        turn = checked.turn
+        if rejected(checked):
+            turn = fix(turn)
+            fixed.append(str(checked.index))
+        repaired_turns.append(turn)
+    return repaired_turns, [note.format(messages=", ".join(fixed))] if fixed else []

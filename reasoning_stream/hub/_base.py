@@ -9,19 +9,27 @@ ends, whatever the way, the sink writes exactly one final entry with the run's s
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import copy
 import re
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeAlias, overload
+from typing import TYPE_CHECKING, Protocol, TypeAlias, cast, overload
 
 import anyio
+import anyio.to_thread
 from anyio.abc import TaskStatus
 
 from .._events import Event
 from .._exceptions import ReasoningStreamError, UsageError
+from .._loops import warn_if_loop_running
 from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
+from .._stream import ReasoningStream
 from .._unicode import is_clean
+from ._stop import STOP_GRACE, THREADS, RunControl, Stopped
 
 if TYPE_CHECKING:
     from ._entry import Entry
@@ -102,8 +110,9 @@ class _Sink(Protocol):
 
     def put_event(self, event: Event) -> None: ...
 
-    def finish(self, status: Status) -> _Failure | None:
-        """Write the final entry; say what was not published, if anything."""
+    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
+        """Write the final entry (``error``: why a failed run failed); say what was not
+        published, if anything."""
         ...
 
 
@@ -112,10 +121,17 @@ class _Attachment:
 
     __slots__ = ("on_chunk", "on_event", "runnable")
 
-    def __init__(self, runnable: Runnable, sink: _Sink) -> None:
+    on_chunk: Callable[[str], None]
+    on_event: Callable[[Event], None]
+
+    def __init__(self, runnable: Runnable, sink: _Sink, control: RunControl | None = None) -> None:
         self.runnable = runnable
-        self.on_chunk = sink.put_chunk
-        self.on_event = sink.put_event
+        if control is None:
+            self.on_chunk = sink.put_chunk
+            self.on_event = sink.put_event
+        else:  # a sync run: its callbacks raise at the first chunk after a stop
+            self.on_chunk = control.gate(sink.put_chunk, chunks=True)
+            self.on_event = control.gate(sink.put_event, chunks=False)
         runnable.set_streaming_callback(self.on_chunk)
         runnable.set_event_callback(self.on_event)
 
@@ -135,6 +151,9 @@ class Hub:
 
     maxlen: int
     ttl: float | None
+    first_entry_id: str
+    """The id of every stream's first entry: a reader whose first entry has another id
+    starts where retention trimmed the stream."""
 
     # ------------------------------------------------------------------ storage (subclasses)
 
@@ -144,8 +163,10 @@ class Hub:
     async def _aopen(self, stream_id: str) -> _Sink:
         return self._open(stream_id)
 
-    async def _afinish(self, sink: _Sink, status: Status) -> _Failure | None:
-        return sink.finish(status)
+    async def _afinish(
+        self, sink: _Sink, status: Status, error: str | None = None
+    ) -> _Failure | None:
+        return sink.finish(status, error)
 
     def read(self, stream_id: str, after: str | None = None) -> list[Entry]:
         """The entries of ``stream_id`` there now (past ``after``), without waiting."""
@@ -160,6 +181,59 @@ class Hub:
     def check_entry_id(self, entry_id: str) -> None:
         """Raise :class:`InvalidEntryIdError` unless ``entry_id`` has this hub's id shape."""
         raise NotImplementedError
+
+    def check_stream_id(self, stream_id: str) -> None:
+        """Raise ``UsageError`` naming the rule unless this hub can run ``stream_id``."""
+        _check_stream_id(stream_id)
+
+    # --------------------------------------------------------------------------- stopping
+
+    def _controls(self) -> dict[str, RunControl]:
+        """The runs this hub runs in this process, by stream id (made on first use)."""
+        controls: dict[str, RunControl] = self.__dict__.setdefault("_running_here", {})
+        return controls
+
+    @contextlib.contextmanager
+    def _running(self, stream_id: str) -> Iterator[RunControl]:
+        control = self._controls()[stream_id] = RunControl()
+        self._started(stream_id, control)
+        try:
+            yield control
+        finally:
+            self._controls().pop(stream_id, None)
+            self._ended(stream_id)
+
+    def _started(self, stream_id: str, control: RunControl) -> None:
+        """Subclass seam: a run of this process took ``stream_id`` (RedisHub listens)."""
+
+    def _ended(self, stream_id: str) -> None:
+        """Subclass seam: the run of ``stream_id`` in this process ended."""
+
+    def _request_stop(self, stream_id: str) -> bool:
+        """Ask the run of ``stream_id`` to stop, wherever it runs; True when one was asked.
+
+        The base stops runs of this process only (a ``MemoryHub`` has no others).
+        """
+        control = self._controls().get(stream_id)
+        return control is not None and control.request()
+
+    def stop(self, stream_id: str) -> bool:
+        """Cancel the run of ``stream_id``, wherever it runs; True when this call stopped it.
+
+        The run ends within a second, also while its model is silent: its final entry and
+        its runner's result have a cancelled status (``"cancelled_before_answer"`` or
+        ``"cancelled_after_partial_answer"``), after the closing marker when reasoning was
+        open, and its readers end. False, and nothing happens, for a stream that finished,
+        that is being stopped already, or that this hub does not know. Returns once the stop
+        is on its way (it does not wait for the run's end).
+        """
+        _check_stream_id(stream_id)
+        return self._request_stop(stream_id)
+
+    async def astop(self, stream_id: str) -> bool:
+        """:meth:`stop` for async code (asyncio or trio); never blocks the event loop."""
+        _check_stream_id(stream_id)
+        return await anyio.to_thread.run_sync(self._request_stop, stream_id)
 
     # --------------------------------------------------------------------------- running
 
@@ -177,20 +251,31 @@ class Hub:
         run's own errors come through unchanged after the final entry is written; when the run
         succeeded but the hub could not publish everything, :class:`PublishError` carries the
         result as ``.result``.
+
+        The pipe runs in a worker thread while this thread waits, so that :meth:`stop` can end
+        the run even while its model is silent: a stopped run returns its result with a
+        cancelled status (see :mod:`._stop` for how).
         """
-        _check_stream_id(stream_id)
+        self.check_stream_id(stream_id)
+        # The pipe runs in a worker thread, where it cannot see the caller's loop: warn here.
+        if not self.__dict__.get("_warned_loop") and warn_if_loop_running(self, "run", "arun"):
+            self._warned_loop = True
         sink = self._open(stream_id)
         before = runnable.last_result
-        attachment = _Attachment(runnable, sink)
-        try:
-            result: PipeResult | PipelineResult = runnable.run(prompt)
-        except BaseException as error:
-            attachment.detach()
-            failure = sink.finish(_status_after(runnable, before, error, sink))
-            _note_failure(error, failure)
-            raise
-        attachment.detach()
-        return _conclude(sink.finish(result.status), result)
+        with self._running(stream_id) as control:
+            attachment = _Attachment(runnable, sink, control)
+            worker = _Worker(runnable, prompt, attachment, control)
+            try:
+                control.wake.wait()
+                if not worker.done.is_set():  # stopped: let the run end by itself first
+                    worker.done.wait(STOP_GRACE)
+            except BaseException:  # Ctrl-C while waiting: stop the run too, end its stream
+                control.request()
+                worker.done.wait(STOP_GRACE)
+                with contextlib.suppress(Exception):  # the interruption is what goes on
+                    _settle(worker, runnable, before, sink, control)
+                raise
+            return _settle(worker, runnable, before, sink, control)
 
     @overload
     async def arun(
@@ -224,27 +309,150 @@ class Hub:
         status) before the cancellation goes on. ``task_status.started()`` is called once
         ``stream_id`` is claimed, so ``await task_group.start(hub.arun, stream_id, pipe,
         prompt)`` returns when the run owns its id, and raises :class:`StreamExistsError` in
-        the caller when another run has it.
+        the caller when another run has it. A run ended by :meth:`stop` returns its result,
+        with a cancelled status, instead of raising.
         """
-        _check_stream_id(stream_id)
+        self.check_stream_id(stream_id)
         sink = await self._aopen(stream_id)
         task_status.started()
         before = runnable.last_result
-        attachment = _Attachment(runnable, sink)
-        try:
-            result: PipeResult | PipelineResult = await runnable.arun(prompt)
-        except BaseException as error:
+        with self._running(stream_id) as control:
+            attachment = _Attachment(runnable, sink)
+            try:
+                with anyio.CancelScope() as scope:
+                    control.bind_scope(scope)
+                    result: PipeResult | PipelineResult = await runnable.arun(prompt)
+                if scope.cancelled_caught:
+                    result = _stopped_result(runnable, sink, before)
+            except BaseException as error:
+                attachment.detach()
+                status = _status_after(runnable, before, error, sink)
+                reason = failure_reason(error) if status == "error" else None
+                failure: _Failure | None = _Failure(
+                    f"the final entry of stream {stream_id!r} was not written in time", 1
+                )
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSING_TIMEOUT):
+                    failure = await self._afinish(sink, status, reason)
+                _note_failure(error, failure)
+                raise
             attachment.detach()
-            status = _status_after(runnable, before, error, sink)
-            failure: _Failure | None = _Failure(
-                f"the final entry of stream {stream_id!r} was not written in time", 1
-            )
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSING_TIMEOUT):
-                failure = await self._afinish(sink, status)
-            _note_failure(error, failure)
-            raise
-        attachment.detach()
-        return _conclude(await self._afinish(sink, result.status), result)
+            return _conclude(await self._afinish(sink, result.status), result)
+
+
+class _Worker:
+    """A sync run's pipe, run in a thread of its own (its context copied) while the caller
+    waits; sets ``control.wake`` when it ends."""
+
+    def __init__(
+        self, runnable: Runnable, prompt: Prompt, attachment: _Attachment, control: RunControl
+    ) -> None:
+        self.result: PipeResult | PipelineResult | None = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._attachment = attachment
+        self._control = control
+        self._lock = threading.Lock()
+        self._abandoned = False
+        context = contextvars.copy_context()
+        THREADS.start(lambda: context.run(self._run, runnable, prompt))
+
+    def _run(self, runnable: Runnable, prompt: Prompt) -> None:
+        try:
+            self.result = runnable.run(prompt)
+        except BaseException as error:
+            self.error = error
+        finally:
+            self._attachment.detach()
+            with self._lock:
+                self.done.set()
+                self._control.wake.set()
+
+    def abandon(self) -> bool:
+        """Give up on a silent run; False when it ended meanwhile (then use its outcome)."""
+        with self._lock:
+            if self.done.is_set():
+                return True
+            self._abandoned = True
+            return False
+
+
+def _settle(
+    worker: _Worker, runnable: Runnable, before: object, sink: _Sink, control: RunControl
+) -> PipeResult | PipelineResult:
+    """Write a sync run's final entry from how its worker ended (or was left behind)."""
+    if not worker.done.is_set() and not worker.abandon():
+        # The model is silent: end its stream here and leave its thread behind.
+        _end_silent(runnable, control)
+        stopped = _stopped_result(runnable, sink)
+        return _conclude(_abandon(sink, control), stopped)
+    error = worker.error
+    if error is not None and not isinstance(error, Stopped):
+        status = _status_after(runnable, before, error, sink)
+        failure = sink.finish(status, failure_reason(error) if status == "error" else None)
+        _note_failure(error, failure)
+        raise error
+    if error is not None:
+        stopped = _stopped_result(runnable, sink, before)
+        return _conclude(sink.finish(stopped.status), stopped)
+    assert worker.result is not None
+    return _conclude(sink.finish(worker.result.status), worker.result)
+
+
+def _end_silent(runnable: Runnable, control: RunControl) -> None:
+    """End the channel of a silent stopped run from this thread: its running pipe's
+    ``emit_stream_end`` releases what the escaper holds and closes the open segment, through
+    the run's callbacks (into the stream) and its capture (into the result). Its own thread
+    is blocked in the model's silence meanwhile; what it does after that goes nowhere."""
+    control.raised = True  # the closing chunks pass the gate
+    pipes = runnable.pipes if isinstance(runnable, Pipeline) else (runnable,)
+    for pipe in pipes:
+        channel = pipe._channel
+        if channel is not pipe._idle:
+            with contextlib.suppress(Exception):  # best effort: _abandon still balances
+                pipe.emit_stream_end()
+                channel.end()  # what the run's own end would do: flush the escaper
+                pipe._deliver_now(channel)
+
+
+def _abandon(sink: _Sink, control: RunControl) -> _Failure | None:
+    """End the stream of a stopped run that stays silent: close its segment, final entry."""
+    if control.drop():
+        sink.put_chunk(ReasoningStream.CLOSE_TAG)
+    return sink.finish(_cancelled(sink))
+
+
+def _cancelled(sink: _Sink) -> Status:
+    return "cancelled_after_partial_answer" if sink.saw_text else "cancelled_before_answer"
+
+
+def _stopped_result(
+    runnable: Runnable, sink: _Sink, before: object = None
+) -> PipeResult | PipelineResult:
+    """The result of a stopped run: the one it recorded, else what the hub saw of it."""
+    last = runnable.last_result
+    if last is not None and last is not before and last.status.startswith("cancelled"):
+        return last
+    capture = getattr(runnable, "_capture", None)
+    if isinstance(runnable, Pipe) and capture is not None:
+        # A copy, its open segment closed: the silent run's thread still holds the original.
+        capture = copy.copy(capture)
+        capture.segments = list(capture.segments)
+        if capture.current is not None:
+            capture.current = list(capture.current)
+        capture.close_segment()
+        return cast(
+            PipeResult,
+            capture.result(
+                _cancelled(sink),
+                None,
+                source=runnable.name,
+                provider=runnable.provider,
+                model=runnable.model,
+                endpoint=runnable.endpoint,
+            ),
+        )
+    result = PipeResult(status=_cancelled(sink))
+    return PipelineResult((result,)) if isinstance(runnable, Pipeline) else result
 
 
 _STREAM_ID = re.compile(r"[^\x00-\x20\x7f/]{1,200}")
@@ -260,6 +468,25 @@ def _check_stream_id(stream_id: str) -> None:
             f"stream_id must be 1 to 200 printable characters without spaces, '/' or halves "
             f"of UTF-16 pairs, got {stream_id!r}"
         )
+
+
+_REASON_LIMIT = 1000
+"""Most characters of a failed run's reason kept in its final entry."""
+
+
+def failure_reason(error: BaseException) -> str:
+    """Why a run failed, for its final entry (``Entry.error``) and logs: type and message.
+
+    Library errors never carry secrets (providers redact keys and URL passwords); as a last
+    guard, a URL's ``user:password@`` is blanked here too, so no reader ever sees one.
+
+    >>> failure_reason(ValueError("bad https://u:pw@example.com/v1 answer"))
+    'ValueError: bad https://***@example.com/v1 answer'
+    """
+    from .._redact import redact_url_credentials
+
+    text = redact_url_credentials(f"{type(error).__name__}: {error}")
+    return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
 
 
 def _status_after(runnable: Runnable, before: object, error: BaseException, sink: _Sink) -> Status:

@@ -38,9 +38,10 @@ class Entry:
     """The run's last entry; ``status`` then holds how the run ended."""
     status: Status | None = None
     error: str | None = None
-    """On a final entry the hub wrote for a run that could not (its writer was lost: the
-    process crashed or hung, see ``RedisHub(lease=)``): why the stream ended, with status
-    ``"error"``. ``None`` on every entry a run wrote itself."""
+    """On a final entry with status ``"error"``: why the run failed (the error's type and
+    message, without secrets), or, on one the hub wrote for a run that could not (its writer
+    was lost: the process crashed or hung, see ``RedisHub(lease=)``), why the stream ended.
+    ``None`` on every other entry."""
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:

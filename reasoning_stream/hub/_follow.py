@@ -6,6 +6,11 @@ new entries to each subscriber's buffer and wakes it on its own loop. Three hund
 a process cost one ``XREAD`` per batch of writes, not three hundred. A subscriber that joins
 interrupts the blocking read (``CLIENT UNBLOCK``) so it is followed at once; the thread never
 waits on a subscriber, so a slow or crashed reader costs nobody anything.
+
+Each subscriber's buffer is bounded (:data:`SUBSCRIBER_BUFFER` entries): one that falls
+further behind (a stalled browser whose response cannot be written) is dropped, buffer and
+all, and re-joins from its position when it asks for more: it reads the rest from Redis, so
+memory per reader stays bounded and nothing is lost.
 """
 
 from __future__ import annotations
@@ -25,28 +30,70 @@ __all__ = ["BLOCK_MS", "Follower", "Subscription"]
 BLOCK_MS = 1000
 """Longest single ``XREAD BLOCK`` wait."""
 _COUNT = 1000
+SUBSCRIBER_BUFFER = 2 * _COUNT
+"""Most entries the reader thread holds for one subscriber; past that it drops them and the
+subscriber re-reads from Redis (``Subscription.lagged``)."""
 _POLL = 0.005
 """Seconds between reads of the followed streams on a Redis Cluster when nothing came."""
 
 
 class Subscription:
-    """One subscriber's view: entries past ``position``, buffered until its task takes them."""
+    """One subscriber's view: entries past ``position``, buffered until its task takes them.
 
-    __slots__ = ("buffer", "error", "key", "position", "wake")
+    At most ``limit`` entries wait in the buffer: a delivery that would pass it drops the
+    buffer and sets ``lagged`` (the follower then stops delivering); the subscriber's task,
+    when it comes back, re-joins with a new subscription from its ``position``.
+    """
 
-    def __init__(self, key: str, position: int) -> None:
+    __slots__ = (
+        "buffer",
+        "delivered",
+        "error",
+        "key",
+        "lagged",
+        "limit",
+        "position",
+        "taken",
+        "wake",
+    )
+
+    def __init__(self, key: str, position: int, limit: int = SUBSCRIBER_BUFFER) -> None:
         self.key = key
         self.position = position
+        self.limit = limit
         self.buffer: deque[tuple[int, list[Entry]]] = deque()
+        self.delivered = 0
+        """Entries put in the buffer (written by the reader thread only)."""
+        self.taken = 0
+        """Entries taken from it (written by the subscriber's task only, via :meth:`take`)."""
+        self.lagged = False
         self.error: BaseException | None = None
         self.wake: Callable[[], None] | None = None
+
+    def take(self) -> tuple[int, list[Entry]] | None:
+        """The oldest batch, or None when the buffer is empty (the subscriber's task only)."""
+        try:
+            batch = self.buffer.popleft()
+        except IndexError:  # dropped by the reader thread meanwhile (lagged)
+            return None
+        self.taken += len(batch[1])
+        return batch
 
     def deliver(self, read_from: int, entries: list[Entry]) -> None:
         """Called by the reader thread: ``entries`` follow entry ``read_from`` in the stream.
 
-        The buffer is a deque of batches, so this is thread-safe without a lock.
+        The buffer is a deque of batches, and each count has one writer, so this is
+        thread-safe without a lock.
         """
-        self.buffer.append((read_from, entries))
+        if self.lagged:
+            return
+        waiting = self.delivered - self.taken
+        if waiting and waiting + len(entries) > self.limit:
+            self.lagged = True
+            self.buffer.clear()
+        else:
+            self.delivered += len(entries)
+            self.buffer.append((read_from, entries))
         wake = self.wake
         if wake is not None:
             wake()
@@ -209,6 +256,8 @@ class Follower:
                         self._present.add(key)
                     for subscription in subscribers:
                         subscription.deliver(asked[key], entries)
+                        if subscription.lagged:
+                            self.remove(subscription)
         except Exception as error:
             failure = ConnectionError(
                 f"Redis at {self._describe} failed while following streams "

@@ -32,12 +32,13 @@ _ID = re.compile(r"[1-9][0-9]{0,17}")
 
 
 class _Final:
-    """The final entry's item: how the run ended."""
+    """The final entry's item: how the run ended (and why, when it failed)."""
 
-    __slots__ = ("status",)
+    __slots__ = ("error", "status")
 
-    def __init__(self, status: Status) -> None:
+    def __init__(self, status: Status, error: str | None) -> None:
         self.status = status
+        self.error = error
 
 
 _Item: TypeAlias = "str | Event | _Final"
@@ -82,7 +83,7 @@ class _Log:
             if type(item) is str:
                 add(Entry(str(number), item))
             elif type(item) is _Final:
-                add(Entry(str(number), final=True, status=item.status))
+                add(Entry(str(number), final=True, status=item.status, error=item.error))
             else:
                 add(Entry(str(number), "", item))  # type: ignore[arg-type]
         return entries
@@ -135,10 +136,10 @@ class _MemorySink:
             waiting, log.waiting = log.waiting, None
         _wake_all(waiting)
 
-    def finish(self, status: Status) -> _Failure | None:
+    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
         hub, log = self._hub, self._log
         with hub._lock:
-            log.items.append(_Final(status))
+            log.items.append(_Final(status, error))
             log.final = True
             if hub.ttl is not None:
                 hub._expiry.append((time.monotonic() + hub.ttl, self._stream_id, log))
@@ -165,6 +166,8 @@ class MemoryHub(Hub):
     >>> hub.read("s1")[-1].status
     'completed'
     """
+
+    first_entry_id = "1"
 
     def __init__(self, *, maxlen: int = 100_000, ttl: float | None = 3600.0) -> None:
         if maxlen < 1:
@@ -235,6 +238,15 @@ class MemoryHub(Hub):
             )
         return log.entries(position)
 
+    def _current(self, stream_id: str, after: str | None) -> _Log | None:
+        """``stream_id``'s live log (``None``: not there), expired ones purged first; raises
+        :class:`StreamExpiredError` when a reader past ``after`` finds it gone. Under the lock."""
+        self._purge()
+        log = self._logs.get(stream_id)
+        if log is None and after is not None:
+            raise _expired(stream_id, after)
+        return log
+
     def _position(self, after: str | None) -> int:
         if after is None:
             return 0
@@ -248,13 +260,8 @@ class MemoryHub(Hub):
         """
         position = self._position(after)
         with self._lock:
-            self._purge()
-            log = self._logs.get(stream_id)
-            if log is None:
-                if after is not None:
-                    raise _expired(stream_id, after)
-                return []
-            return self._since(stream_id, log, position)
+            log = self._current(stream_id, after)
+            return [] if log is None else self._since(stream_id, log, position)
 
     async def subscribe(
         self, stream_id: str, after: str | None = None, timeout: float | None = None
@@ -268,11 +275,8 @@ class MemoryHub(Hub):
         deadline = None if timeout is None else anyio.current_time() + timeout
         while True:
             with self._lock:
-                self._purge()
-                log = self._logs.get(stream_id)
+                log = self._current(stream_id, after)
                 if log is None:
-                    if after is not None:
-                        raise _expired(stream_id, after)
                     batch: list[Entry] = []
                 else:
                     batch = self._since(stream_id, log, position)

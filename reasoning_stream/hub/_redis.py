@@ -10,6 +10,7 @@ scripts) is in ``_redis_codec``.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -23,26 +24,32 @@ from .._exceptions import UsageError
 from .._pipe import Status
 from .._redis_client import cluster_hint, connect, run_scripts
 from .._redis_keys import check_prefix, redacted_url
-from ._base import Hub, StreamExistsError, _Failure
+from ._base import Hub, HubError, StreamExistsError, _Failure
 from ._entry import Entry
 from ._follow import BLOCK_MS, Follower
 from ._redis_codec import (
     ABANDON,
     APPEND,
     CLAIM,
+    STOP,
     STREAM_LOST,
     check_entry_id,
     decode_entry,
     hold_seconds,
     id_of,
     import_redis,
+    stop_channel,
     stream_keys,
     ttl_seconds,
 )
 from ._redis_reader import RedisReader
+from ._redis_stop import StopListener
 from ._redis_writer import Pending, RedisSink, RedisWriter
+from ._stop import RunControl
 
 __all__ = ["RedisHub"]
+
+_log = logging.getLogger("reasoning_stream.hub")
 
 
 class RedisHub(Hub):
@@ -71,6 +78,8 @@ class RedisHub(Hub):
     away by Redis (its token no longer owns the claim): its run finishes and raises
     :class:`PublishError` with the result.
     """
+
+    first_entry_id = "0-1"
 
     def __init__(
         self,
@@ -106,6 +115,8 @@ class RedisHub(Hub):
         self._append_script = self._client.register_script(APPEND)
         self._claim_script = self._client.register_script(CLAIM)
         self._abandon_script = self._client.register_script(ABANDON)
+        self._stop_script = self._client.register_script(STOP)
+        self._stop_listener: StopListener | None = None
         self._writer: RedisWriter | None = None
         self._reader_thread: Follower | None = None
         self._writer_lock = threading.Lock()
@@ -128,11 +139,24 @@ class RedisHub(Hub):
             "retry": Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
         }
 
+    def _dedicated(self, *, blocking: bool) -> Any:
+        """A client on one connection of its own (a thread's: the reader's, the stop
+        listener's)."""
+        return connect(
+            self.url,
+            cluster=self.cluster,
+            single_connection_client=True,
+            **self._options(blocking=blocking),
+        )
+
     def close(self) -> None:
         """Flush pending writes and close the connections."""
         with self._writer_lock:
             writer, self._writer = self._writer, None
             reader, self._reader_thread = self._reader_thread, None
+            listener, self._stop_listener = self._stop_listener, None
+        if listener is not None:
+            listener.close()
         if writer is not None:
             writer.close()
         if reader is not None:
@@ -223,9 +247,71 @@ class RedisHub(Hub):
     async def _aopen(self, stream_id: str) -> RedisSink:
         return await anyio.to_thread.run_sync(self._open, stream_id)
 
-    async def _afinish(self, sink: Any, status: Status) -> _Failure | None:
-        finish: Callable[[Status], _Failure | None] = sink.finish
-        return await anyio.to_thread.run_sync(finish, status)
+    async def _afinish(
+        self, sink: Any, status: Status, error: str | None = None
+    ) -> _Failure | None:
+        finish: Callable[[Status, str | None], _Failure | None] = sink.finish
+        return await anyio.to_thread.run_sync(finish, status, error)
+
+    # ------------------------------------------------------------------------ stopping
+
+    def _request_stop(self, stream_id: str) -> bool:
+        """Mark the running stream's claim and publish the stop (``STOP`` in the codec).
+
+        Raises :class:`HubError` when Redis does not answer (nothing was stopped).
+        """
+        redis = import_redis()
+        try:
+            return bool(
+                self._stop_script(
+                    keys=stream_keys(self.prefix, stream_id),
+                    args=[stop_channel(self.prefix), stream_id],
+                )
+            )
+        except redis.RedisError as error:
+            raise HubError(
+                f"could not ask Redis at {self.url_for_messages} to stop stream {stream_id!r} "
+                f"({type(error).__name__}: {error}){cluster_hint(error)}; nothing was stopped, "
+                "try again"
+            ) from None
+
+    def _started(self, stream_id: str, control: RunControl) -> None:
+        """Listen for stop requests (once per hub), then catch one that came before."""
+        try:
+            with self._writer_lock:
+                if self._stop_listener is None:
+                    self._stop_listener = StopListener(
+                        lambda: connect(
+                            self.url,
+                            cluster=self.cluster,
+                            single_connection_client=True,
+                            **self._options(blocking=False),
+                        ),
+                        stop_channel(self.prefix),
+                        self._controls,
+                        self._marked,
+                    )
+            if self._marked([stream_id]):
+                control.request()
+        except Exception as error:
+            _log.warning(
+                "stream %r cannot be stopped from other processes: Redis at %s did not answer (%s)",
+                stream_id,
+                self.url_for_messages,
+                type(error).__name__,
+            )
+
+    def _marked(self, stream_ids: list[str]) -> list[str]:
+        """Which of ``stream_ids`` a stop request marked."""
+        return [
+            stream_id
+            for stream_id in stream_ids
+            if self._client.hget(stream_keys(self.prefix, stream_id)[1], "stop")
+        ]
+
+    async def astop(self, stream_id: str) -> bool:
+        """As :meth:`stop`: one Redis round trip, in a worker thread."""
+        return await super().astop(stream_id)
 
     # ------------------------------------------------------------------------- reading
 
@@ -257,12 +343,7 @@ class RedisHub(Hub):
         with self._writer_lock:
             if self._reader_thread is None:
                 self._reader_thread = Follower(
-                    lambda: connect(
-                        self.url,
-                        cluster=self.cluster,
-                        single_connection_client=True,
-                        **self._options(blocking=True),
-                    ),
+                    lambda: self._dedicated(blocking=True),
                     self._client,
                     decode_entry,
                     self.url_for_messages,

@@ -10,7 +10,8 @@ two parts collide, and no key meets a ``RedisStore``'s under the same prefix.
   point can be checked against what retention kept. Fields: ``c`` the chunk (left out when
   empty); the event as ``r`` (reasoning delta text) or ``t`` (text delta text) with ``o`` its
   source, or ``e`` any other event as JSON; ``R`` or ``T`` for a delta whose chunk is its
-  own text (then no ``c``: the text is stored once); ``s`` the status (final entry only).
+  own text (then no ``c``: the text is stored once); ``s`` the status (final entry only),
+  with ``x`` why a failed run failed (``Entry.error``).
 - ``<prefix>{<id>}:run``: the claim, a hash created when a run starts (only if absent), so
   a stream id is used once: ``owner`` (a random token, present while the run is running),
   ``writer`` (host and pid, for messages), ``lease`` (seconds) and ``close`` (the marker that
@@ -23,6 +24,10 @@ two parts collide, and no key meets a ``RedisStore``'s under the same prefix.
   it appends the closing marker if reasoning was open and a final entry with status
   ``"error"`` and ``x`` the reason (``Entry.error``). A writer that comes back after that is
   fenced off by its token and gets :class:`PublishError`.
+
+Stopping (``hub.stop``): the ``STOP`` script marks the claim (``stop``, so a second stop
+says False) and publishes the stream id on ``<prefix>stop`` (:func:`stop_channel`), the
+channel every ``RedisHub`` that runs a stream listens on; the one running it cancels the run.
 
 This module is the format only (pure functions and the scripts' text); the writer thread is
 in ``_redis_writer``, the reading side in ``_redis_reader``, and ``_redis`` wires them.
@@ -47,6 +52,7 @@ __all__ = [
     "CLAIM",
     "KEYS_LOST",
     "LEASE_LOST",
+    "STOP",
     "STREAM_LOST",
     "HubSettings",
     "check_entry_id",
@@ -57,6 +63,7 @@ __all__ = [
     "import_redis",
     "past",
     "seq",
+    "stop_channel",
     "stream_keys",
     "ttl_seconds",
 ]
@@ -102,6 +109,15 @@ def stream_keys(prefix: str, stream_id: str) -> list[str]:
     return [key, key + ":run", key + ":lease"]
 
 
+def stop_channel(prefix: str) -> str:
+    """The pub/sub channel stop requests go out on (the stream id is the message).
+
+    >>> stop_channel("rs:")
+    'rs:stop'
+    """
+    return prefix + "stop"
+
+
 def id_of(prefix: str, key: str) -> str:
     """The stream id of a log key :func:`stream_keys` built."""
     return decode_id(key[len(prefix) + 1 : -1])
@@ -135,7 +151,9 @@ def past(after: str | None) -> str:
     return "-" if after is None else f"({after}"
 
 
-def entry_fields(chunk: str, event: Event | None, status: Status | None) -> list[str]:
+def entry_fields(
+    chunk: str, event: Event | None, status: Status | None, error: str | None = None
+) -> list[str]:
     """An entry as XADD field/value pairs; deltas skip JSON (they are nearly every entry).
 
     A delta whose chunk is its own text (no marker, nothing escaped: nearly every entry)
@@ -165,6 +183,8 @@ def entry_fields(chunk: str, event: Event | None, status: Status | None) -> list
         fields += ("c", chunk)
     if status is not None:
         fields += ("s", status)
+        if error is not None:
+            fields += ("x", error)
     return fields
 
 
@@ -277,3 +297,15 @@ STREAM_LOST = (
     "not got them), so its entries and its end are lost"
 )
 """What the readers and the writer of a stream whose keys vanished say (``str.format``)."""
+
+STOP = """
+-- KEYS: the stream, its claim, its lease. ARGV: the stop channel, the stream id.
+-- Returns 1 when this call asked the running writer to stop, 0 when the stream is not
+-- running (finished, unknown, its writer lost) or a stop was asked for already.
+if not redis.call('HGET', KEYS[2], 'owner') then return 0 end
+if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
+if redis.call('HSETNX', KEYS[2], 'stop', '1') == 0 then return 0 end
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1
+"""
+"""Asks the writer of a running stream to stop, exactly once (the writer's hub listens)."""

@@ -101,9 +101,14 @@ class RedisReader:
         fresh = after is None  # from the start: take what retention kept
         try:
             while True:
-                buffer = subscription.buffer
-                while buffer:
-                    read_from, batch = buffer.popleft()
+                if subscription.lagged:
+                    # We fell too far behind and the reader thread dropped our buffer: follow
+                    # again from where we are (re-read from Redis; trimmed entries fail below).
+                    self._follower().remove(subscription)
+                    subscription = Subscription(key, subscription.position)
+                    await self._in_thread(self._follower().add, subscription)
+                while (taken := subscription.take()) is not None:
+                    read_from, batch = taken
                     if read_from > subscription.position:
                         continue  # read past us while we joined: it is read again for us
                     if seq(batch[0].id) > subscription.position + 1 and not fresh:
@@ -125,7 +130,7 @@ class RedisReader:
                     raise HubError(str(subscription.error)) from subscription.error
                 wakeup = Wakeup()
                 subscription.wake = wakeup.set
-                if buffer or subscription.error is not None:
+                if subscription.buffer or subscription.error is not None or subscription.lagged:
                     continue
                 if found or deadline is None:
                     await wakeup.wait()

@@ -54,6 +54,7 @@ class RedisSink:
         "_put",
         "closing",
         "entries",
+        "error",
         "failure",
         "key",
         "keys",
@@ -80,6 +81,8 @@ class RedisSink:
         self.closing = ""
         """The marker that would balance the channel if the run stopped now (writer thread)."""
         self.seq = 0
+        self.error: str | None = None
+        """Why the run failed, for its final entry (set before that entry is queued)."""
         self.saw_text = False
         self.failure = failure
         """Why publishing stopped (Redis unreachable at the start or failing mid-run)."""
@@ -105,8 +108,9 @@ class RedisSink:
         if self.failure is None:
             self._put((self, self.seq, "", event, None))
 
-    def finish(self, status: Status) -> _Failure | None:
+    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
         self.seq += 1
+        self.error = error
         if self.failure is None:
             self._put((self, self.seq, "", None, status))
             if not self._done.wait(FINISH_TIMEOUT):
@@ -168,7 +172,8 @@ class RedisSink:
             if chunk and event is None and status is None:
                 pending = chunk
             else:
-                self._flush(args, entry_fields(chunk, event, status))
+                error = self.error if status is not None else None
+                self._flush(args, entry_fields(chunk, event, status, error))
         if pending is not None:
             self._flush(args, ["c", pending])
         return args, final

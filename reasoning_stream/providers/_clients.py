@@ -14,17 +14,20 @@ and a missing key or SDK is one ``UsageError`` before any request.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, ClassVar
 
 import httpx
 
 from .._exceptions import UsageError
+from .._redact import split_url_credentials
 from ._spec import spec
 from ._transports.lean import check_lean_client, lean_client, lean_endpoint, lean_url
 
-__all__ = ["Clients", "require"]
+__all__ = ["DEMO_KEY", "Clients", "async_by", "demo_over_sdk", "demo_over_url", "require"]
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -35,6 +38,48 @@ def require(module: str, extra: str) -> ModuleType:
         raise UsageError(
             f"this pipe needs the {module!r} package: pip install 'reasoning-stream[{extra}]'"
         ) from error
+
+
+DEMO_KEY = "demo-key-not-secret"
+"""The key a demo pipe sends to the local replay server (never a real credential)."""
+
+DemoBuild = Callable[[str, str, "str | None"], Any]
+
+
+def demo_over_sdk(pipe: Callable[..., Any], client_class: str, path: str = "") -> DemoBuild:
+    """A ``Demo.build``: ``pipe`` over its SDK's ``client_class`` (``pipe.sdk``) at the demo's
+    URL plus ``path``, with the demo key and no SDK retries."""
+
+    def build(model: str, url: str, name: str | None) -> Any:
+        module = require(getattr(pipe, "sdk", None) or "", getattr(pipe, "extra", "all"))
+        client = getattr(module, client_class)(base_url=url + path, api_key=DEMO_KEY, max_retries=0)
+        return pipe(model, client=client, name=name)
+
+    return build
+
+
+def demo_over_url(pipe: Callable[..., Any], path: str) -> DemoBuild:
+    """A ``Demo.build``: ``pipe`` on its own httpx transport at the demo's URL plus ``path``."""
+
+    def build(model: str, url: str, name: str | None) -> Any:
+        return pipe(model, base_url=url + path, api_key=DEMO_KEY, name=name)
+
+    return build
+
+
+def async_by(client: Any, *method: str) -> bool:
+    """Whether ``client`` is async: ``httpx.AsyncClient``, or an SDK client whose ``method``
+    (a path of attribute names, ``"chat", "completions", "create"``) is a coroutine function.
+
+    The SDK clients share no public base class; their decorators may hide the coroutine,
+    so the method is unwrapped first.
+    """
+    if isinstance(client, httpx.Client | httpx.AsyncClient):
+        return isinstance(client, httpx.AsyncClient)
+    target = client
+    for name in method:
+        target = getattr(target, name, None)
+    return target is not None and inspect.iscoroutinefunction(inspect.unwrap(target))
 
 
 class Clients:
@@ -69,7 +114,12 @@ class Clients:
         """
         options: dict[str, Any] = {"max_retries": 0}
         if self.base_url is not None:
-            options["base_url"] = self.base_url
+            # A proxy's user:password@ goes out as the Basic Authorization header httpx
+            # would make of it (it replaces the key's header, as before), never in a URL
+            # that the SDK and httpx log and quote in errors.
+            options["base_url"], authorization = split_url_credentials(self.base_url)
+            if authorization is not None:
+                options["default_headers"] = {"Authorization": authorization}
         if self._api_key is not None:
             options["api_key"] = self._api_key
         if self.timeout is not None:

@@ -20,7 +20,7 @@ import anyio
 
 from .._events import Event
 from .._pipe import Pipe, Prompt
-from ..conversation._history import check_passback, check_prompt
+from ..conversation._history import check_prompt, resolve_request
 from ._clients import Clients, require
 from ._transports.base import AsyncSource, Call, Source
 
@@ -103,13 +103,14 @@ class Driver(Clients, Pipe):
     def iter_events(self, prompt: Prompt) -> Iterator[Event]:
         """Stream one turn with the sync client, yielding its events."""
         check_prompt(prompt)
-        check_passback(prompt, self)
+        # The passback policy is resolved here, once: the builder reads these turns.
+        request: Any = resolve_request(prompt, self)
         if not self.stream:
-            yield from self._iter_response(prompt)
+            yield from self._iter_response(request)
             return
         client = self.sync_client()
         translator = self.translator()
-        source = self.open_stream(client, prompt)
+        source = self.open_stream(client, request)
         recorded = source.response_id
         self.set_response_id(recorded)
         try:
@@ -150,9 +151,9 @@ class Driver(Clients, Pipe):
         time.
         """
         check_prompt(prompt)
-        check_passback(prompt, self)
+        request: Any = resolve_request(prompt, self)
         if not self.stream:
-            async for event in self._aiter_response(prompt):
+            async for event in self._aiter_response(request):
                 yield (event,)
             return
         if self.reads_in_threads:
@@ -160,7 +161,7 @@ class Driver(Clients, Pipe):
         else:
             chosen = self._async_client()
             if chosen is None:
-                threaded = Pipe.aiter_events(self, prompt)
+                threaded = Pipe.aiter_events(self, request)
                 try:
                     async for event in threaded:
                         yield (event,)
@@ -172,7 +173,7 @@ class Driver(Clients, Pipe):
         translator = self.translator()
         source: AsyncSource | None = None
         try:
-            source = await self.aopen_stream(client, prompt)
+            source = await self.aopen_stream(client, request)
             recorded = source.response_id
             self.set_response_id(recorded)
             async for chunk in source.chunks:

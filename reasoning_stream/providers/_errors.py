@@ -5,7 +5,9 @@ exception's ``body``, botocore's ``response["Error"]``, an in-stream error event
 them and hands them to :func:`build_error`, the one place a ``ProviderError`` is made.
 :func:`provider_error` reads what the SDKs have in common (``status_code``,
 ``response.headers``, ``body``) for everything else. Secrets are never copied into a
-message; :func:`redact_exception_chain` blanks those a server echoed back.
+message; :func:`redact_exception_chain` blanks those a server echoed back, and the password of
+every URL (a proxy's ``user:password@`` in ``base_url``) in the whole chain, ``__context__``
+included (the SDKs raise ``from None``, which hides their httpx error but keeps it).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._exceptions import MalformedStreamError, ProviderError
+from .._redact import redact_url_credentials
 from ._spec import logger_for
 
 __all__ = [
@@ -108,6 +111,7 @@ def provider_error(
     """
     if isinstance(error, ProviderError):
         return error
+    redact_exception_chain(error, ())
     body = getattr(error, "body", None)
     status = getattr(error, "status_code", None)
     response = getattr(error, "response", None)
@@ -145,8 +149,6 @@ def http_error(provider: str, response: Any) -> ProviderError:
     and ``Retry-After`` land on the error's attributes, and the original
     ``httpx.HTTPStatusError`` becomes its ``__cause__``.
     """
-    import httpx
-
     status = response.status_code
     body: Any
     try:
@@ -163,10 +165,18 @@ def http_error(provider: str, response: Any) -> ProviderError:
         retry_after=retry_after_seconds(response.headers, provider),
         body=detail,
     )
-    error.__cause__ = httpx.HTTPStatusError(
-        f"HTTP {status} from {response.request.url}", request=response.request, response=response
-    )
+    error.__cause__ = _status_error(response)
     return error
+
+
+def _status_error(response: Any) -> Any:
+    """The ``httpx.HTTPStatusError`` for ``response``, its URL without a password."""
+    import httpx
+
+    url = redact_url_credentials(str(response.request.url))
+    return httpx.HTTPStatusError(
+        f"HTTP {response.status_code} from {url}", request=response.request, response=response
+    )
 
 
 def decode_body(response: Any) -> Any:
@@ -179,12 +189,7 @@ def decode_body(response: Any) -> Any:
 
 def caused_by_status(error: ProviderError, response: Any) -> ProviderError:
     """``error`` with an ``httpx.HTTPStatusError`` for ``response`` as its ``__cause__``."""
-    import httpx
-
-    status = response.status_code
-    error.__cause__ = httpx.HTTPStatusError(
-        f"HTTP {status} from {response.request.url}", request=response.request, response=response
-    )
+    error.__cause__ = _status_error(response)
     return error
 
 
@@ -204,7 +209,7 @@ def _redacted(value: Any, secrets: Sequence[str]) -> Any:
     if isinstance(value, str):
         for secret in secrets:
             value = value.replace(secret, "***")
-        return value
+        return redact_url_credentials(value)
     if isinstance(value, Mapping):
         return {key: _redacted(item, secrets) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -213,7 +218,8 @@ def _redacted(value: Any, secrets: Sequence[str]) -> Any:
 
 
 def redact_exception_chain(error: BaseException, secrets: Sequence[str]) -> None:
-    """Replace every secret in the messages, ``message``, ``body`` and ``error`` of a chain."""
+    """Replace every secret, and every URL's ``user:password@``, in the messages,
+    ``message``, ``body`` and ``error`` of a chain (``__cause__`` and ``__context__``)."""
     seen: set[int] = set()
     current: BaseException | None = error
     pending: list[BaseException] = []

@@ -93,26 +93,23 @@ def encode_frame(headers: Mapping[str, HeaderValue], payload: bytes = b"") -> by
 
 def event_frame(event_type: str, payload: bytes) -> bytes:
     """Encode a normal event frame, as Bedrock sends e.g. ``contentBlockDelta``."""
-    return encode_frame(
-        {
-            ":event-type": event_type,
-            ":content-type": "application/json",
-            ":message-type": "event",
-        },
-        payload,
-    )
+    return _json_frame("event", event_type, payload)
 
 
 def exception_frame(exception_type: str, payload: bytes) -> bytes:
     """Encode a modelled in-stream exception, e.g. ``modelStreamErrorException``."""
-    return encode_frame(
-        {
-            ":exception-type": exception_type,
-            ":content-type": "application/json",
-            ":message-type": "exception",
-        },
-        payload,
-    )
+    return _json_frame("exception", exception_type, payload)
+
+
+def _json_frame(message_type: str, name: str, payload: bytes) -> bytes:
+    """A JSON frame of ``message_type`` (``event`` or ``exception``) named ``name``, its
+    headers in the order the service writes them."""
+    headers = {
+        f":{message_type}-type": name,
+        ":content-type": "application/json",
+        ":message-type": message_type,
+    }
+    return encode_frame(headers, payload)
 
 
 def error_frame(error_code: str, error_message: str) -> bytes:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from anyio.abc import TaskStatus
 
 from .._exceptions import UsageError
 from .._pipe import Prompt
+from ..conversation._history import check_prompt
 from ..hub import (
     Hub,
     InvalidEntryIdError,
@@ -20,7 +22,10 @@ from ..hub import (
     StreamExpiredError,
     StreamNotFoundError,
 )
+from ..hub._base import failure_reason
+from ._guard import LOOPBACK_HOSTS, BodyError, HostCheck, origin_refusal, read_json
 from ._protocols import PROTOCOLS, ProtocolName, SSEEvent, translator_for
+from ._stop import stop_endpoint
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -28,6 +33,8 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
 __all__ = ["create_app"]
+
+logger = logging.getLogger("reasoning_stream.web")
 
 Starter = Callable[[Prompt], Runnable]
 """Builds the pipe or pipeline for a prompt posted to ``POST /streams/{stream_id}``."""
@@ -50,6 +57,9 @@ def create_app(
     routes: list[Any] | None = None,
     retry: float | None = 1.0,
     keep_alive: float | None = 15.0,
+    allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
+    allowed_origins: Sequence[str] | None = None,
+    max_body: int = 1_048_576,
 ) -> Starlette:
     """An ASGI app that serves ``GET /streams/{stream_id}`` from ``hub`` as SSE.
 
@@ -57,13 +67,34 @@ def create_app(
     the entry it came from; ``Last-Event-ID`` (or ``?after=``; the header wins) resumes right
     after that entry, so an ``EventSource`` that reconnects loses and repeats nothing. A
     stream that does not exist within ``timeout`` seconds is a 404; a malformed id a 400; a
-    resume point that retention dropped a 410; nothing left after the final entry a 204
-    (which tells an ``EventSource`` to stop reconnecting).
+    resume point that retention dropped a 410, and so is resuming ``ag-ui`` or ``vercel-ui``
+    once retention dropped the stream's start (their parts were opened by entries that are
+    gone); nothing left after the final entry a 204 (which tells an ``EventSource`` to stop
+    reconnecting).
 
     With ``start``, a callable that builds a pipe or pipeline for a prompt, the app also takes
     ``POST /streams/{stream_id}`` with ``{"prompt": "..."}`` and runs it through the hub in
-    the background (202; 409 when the stream exists). ``routes`` are added as they are.
-    ``retry`` (seconds) is sent as the SSE ``retry:`` field: how soon a browser reconnects.
+    the background: 202 once the id is claimed, 409 when it is taken (by a finished run or
+    one still running). ``DELETE /streams/{stream_id}`` stops a run wherever it runs
+    (``hub.astop``): 200, or 404 when there is none to stop. A failed run's reason (the
+    error's type and message, never a secret) ends its stream in every protocol and is
+    logged on ``reasoning_stream.web``. ``routes`` are added as they are. ``retry``
+    (seconds) is sent as the SSE ``retry:`` field: how soon a browser reconnects.
+
+    Safety defaults, so that neither a page on another site nor a DNS-rebinding name can
+    start runs (which spend the API key) or read streams:
+
+    - ``allowed_hosts``: the ``Host`` names served (exact, or ``*.example.com``); others get
+      400. The default is this machine's loopback names; a deployment names its own.
+      ``["*"]`` serves any name: unsafe, for a proxy that checks ``Host`` itself.
+    - A POST must be ``Content-Type: application/json`` (else 415; a cross-site page cannot
+      send JSON without a CORS preflight), and its ``Origin``, when sent, must be the app's
+      own or one of ``allowed_origins`` (else 403), and so must a DELETE's. Listing origins
+      also answers their CORS requests, so a UI served elsewhere can post, stop and read;
+      ``["*"]`` allows any (unsafe).
+    - Bodies over ``max_body`` bytes are 413; JSON that is malformed or nests deeper than 64
+      levels is 400, and so is a prompt that is neither a string nor a list of message
+      objects, or a ``stream_id`` the hub refuses (the message says why).
 
     ``keep_alive`` (seconds; ``None``: never) is how long a response may stay silent: while a
     stream is idle (a model thinking before its first token, a tool running) the app sends an
@@ -73,8 +104,16 @@ def create_app(
     """
     _import_starlette()
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.cors import CORSMiddleware
     from starlette.responses import JSONResponse, PlainTextResponse, StreamingResponse
     from starlette.routing import Route
+
+    if isinstance(allowed_hosts, str) or isinstance(allowed_origins, str):
+        raise UsageError("allowed_hosts and allowed_origins take a list of names, not a str")
+    if not isinstance(max_body, int) or max_body < 1:
+        raise UsageError(f"max_body must be a positive number of bytes, got {max_body!r}")
+    origins = tuple(allowed_origins or ())
 
     runs: dict[str, Any] = {}
 
@@ -120,43 +159,73 @@ def create_app(
     async def post(request: Request) -> Response:
         assert start is not None
         stream_id = request.path_params["stream_id"]
+        refusal = origin_refusal(request, origins)
+        if refusal is not None:
+            return PlainTextResponse(refusal, 403)
         try:
-            body = await request.json()
-            prompt = body["prompt"]
-        except (ValueError, KeyError, TypeError):
-            return PlainTextResponse('send JSON: {"prompt": "..."}', 400)
+            body = await read_json(request, max_body)
+        except BodyError as error:
+            return PlainTextResponse(str(error), error.status)
+        if not isinstance(body, dict) or "prompt" not in body:
+            return PlainTextResponse('send a JSON object with the prompt: {"prompt": "..."}', 400)
+        prompt = body["prompt"]
+        try:
+            check_prompt(prompt)
+            hub.check_stream_id(stream_id)
+        except UsageError as error:
+            return PlainTextResponse(str(error), 400)
         group = runs.get("group")
         if group is None:
             return PlainTextResponse("the app's lifespan is not running", 503)
-        runnable = start(prompt)
+        try:
+            runnable = start(prompt)
+        except UsageError as error:
+            return PlainTextResponse(str(error), 400)
 
         async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
             claim = _Claim(task_status)
             try:
                 await hub.arun(stream_id, runnable, prompt, task_status=claim)
-            except Exception:
+            except Exception as error:
                 if not claim.claimed:
-                    raise  # to the POST: the id is taken (409) or refused
-                # The run's end and status are in the stream's final entry.
-                import logging
-
-                logging.getLogger("reasoning_stream.web").info(
-                    "run %r ended with an error", stream_id, exc_info=True
-                )
+                    raise  # to the POST: the id is taken (409)
+                # The reason is in the stream's final entry too; no traceback here: the
+                # reason says what failed, and the traceback's locals could hold secrets.
+                logger.warning("run %r failed: %s", stream_id, failure_reason(error))
 
         try:
             # Returns once the hub claimed the id: a second POST of it, even before this
             # run published anything, finds it taken.
             await group.start(run)
         except StreamExistsError as error:
-            return PlainTextResponse(f"{error}", 409)
+            return PlainTextResponse(str(error), 409)
         return JSONResponse({"stream_id": stream_id, "url": f"/streams/{stream_id}"}, 202)
 
-    route_list: list[Any] = [Route("/streams/{stream_id}", stream, methods=["GET"])]
+    route_list: list[Any] = [
+        Route("/streams/{stream_id}", stream, methods=["GET"]),
+        Route(
+            "/streams/{stream_id}",
+            stop_endpoint(hub, lambda request: origin_refusal(request, origins)),
+            methods=["DELETE"],
+        ),
+    ]
     if start is not None:
         route_list.append(Route("/streams/{stream_id}", post, methods=["POST"]))
     route_list += routes or []
-    return Starlette(routes=route_list, lifespan=lifespan)
+    middleware = []
+    if origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(origins),
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=["content-type", "last-event-id"],
+            )
+        )
+    if "*" not in allowed_hosts:
+        # Outermost: a refused Host gets nothing else, not even a CORS answer.
+        middleware.insert(0, Middleware(HostCheck, allowed_hosts=allowed_hosts))
+    return Starlette(routes=route_list, middleware=middleware, lifespan=lifespan)
 
 
 KEEP_ALIVE = b": keep-alive\n\n"
@@ -253,7 +322,17 @@ async def _events(
     if after is not None:
         await anyio.to_thread.run_sync(hub.read, stream_id, after)
     skipping = after is not None
+    first = True
     async for entry in hub.subscribe(stream_id, timeout=timeout):
+        if first and skipping and entry.id != hub.first_entry_id:
+            # The parts the client holds were opened by entries retention dropped: a replay
+            # from what is left would continue them under ids the client never saw.
+            raise StreamExpiredError(
+                f"the start of stream {stream_id!r} was trimmed (the hub's maxlen={hub.maxlen} "
+                f"keeps the latest entries only), so protocol={protocol} cannot resume it; "
+                "read it again from the start, use protocol=channel, or raise maxlen"
+            )
+        first = False
         events = translator.feed(entry)
         if skipping:
             skipping = entry.id != after

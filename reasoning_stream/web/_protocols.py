@@ -71,7 +71,7 @@ def _json(data: dict[str, Any]) -> str:
 class ChannelTranslator:
     """``protocol=channel``: one event per entry, the entry as JSON; the final one is ``end``.
 
-    ``end`` carries ``status``, and ``error`` when the hub ended a run whose writer was lost.
+    ``end`` carries ``status``, and ``error`` (why) when a run failed or its writer was lost.
     """
 
     replays = False
@@ -79,7 +79,7 @@ class ChannelTranslator:
     def feed(self, entry: Entry) -> list[SSEEvent]:
         if entry.final:
             end: dict[str, Any] = {"chunk": entry.chunk, "status": entry.status}
-            if entry.error is not None:  # the hub ended a run whose writer was lost
+            if entry.error is not None:  # the run failed, or its writer was lost
                 end["error"] = entry.error
             return [SSEEvent(entry.id, _json(end), "end")]
         data: dict[str, Any] = {"chunk": entry.chunk}
@@ -212,8 +212,9 @@ class AGUITranslator(_PartsTranslator):
       ``"length"``);
     - ``cancelled_before_answer`` and ``cancelled_after_partial_answer``: ``RUN_FINISHED`` with
       ``outcome: {"type": "cancelled"}`` and the status in ``result.status``;
-    - ``error``: ``RUN_ERROR`` with ``code: "error"``; for a run whose writer was lost (the
-      hub ended it, ``Entry.error``), ``code: "writer_lost"`` and that reason as ``message``.
+    - ``error``: ``RUN_ERROR`` with ``code: "error"`` and why as ``message``: the run's error
+      (its type and message, ``Entry.error``), or, for a run whose writer was lost, the
+      hub's sentence saying so.
 
     ``result`` also holds ``finishReason`` when the provider gave one; token usage, when
     reported, is in ``usage``. No content event ever has an empty ``delta``.
@@ -275,7 +276,7 @@ class AGUITranslator(_PartsTranslator):
             ending: dict[str, Any] = {
                 "type": "RUN_ERROR",
                 "message": error or f"run {self._stream_id!r} ended with an error",
-                "code": "error" if error is None else "writer_lost",
+                "code": "error",
             }
         else:
             result: dict[str, Any] = {"status": status}
@@ -303,8 +304,8 @@ class VercelUITranslator(_PartsTranslator):
     ``start``; per reasoning segment ``reasoning-start`` / ``-delta`` / ``-end``; answer text
     as ``text-start`` / ``-delta`` / ``-end``; ``tool-input-available`` per tool call; then
     ``finish`` (``finishReason`` ``stop``, ``length``, ``tool-calls`` or ``other`` for a
-    cancelled run, the status in ``messageMetadata``) or ``error`` (``errorText`` is
-    ``Entry.error`` when the hub ended a run whose writer was lost), and ``data: [DONE]``.
+    cancelled run, the status in ``messageMetadata``) or ``error`` (``errorText`` is why:
+    ``Entry.error``, the run's error or the hub's word on a lost writer), and ``data: [DONE]``.
     Part ids are ``reasoning-<entry id>`` and ``text-<entry id>``.
     """
 

@@ -50,6 +50,7 @@ def demo_starter(delay: float = DEMO_DELAY) -> Iterator[Callable[[Prompt], Runna
             critic = build_demo_pipe("anthropic", "claude-sonnet-4-6", server.url, name="critic")
             return Pipeline(writer, critic)
 
+        start("")  # builds the pipes once now: their SDKs load before the first request
         yield start
 
 
@@ -66,6 +67,25 @@ def build_app(hub: Hub, start: Callable[[Prompt], Runnable]) -> Any:
         return HTMLResponse(html)
 
     return create_app(hub, start=start, routes=[Route("/", page)])
+
+
+@contextlib.contextmanager
+def _reasons_to(out: IO[str]) -> Iterator[None]:
+    """Print the web app's log lines (a failed run's reason) on ``out`` while serving."""
+    import logging
+
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("reasoning-stream serve: %(message)s"))
+    log = logging.getLogger("reasoning_stream.web")
+    log.addHandler(handler)
+    previous = log.level
+    if not log.isEnabledFor(logging.WARNING):
+        log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(previous)
 
 
 def add_serve_command(commands: Any) -> None:
@@ -116,9 +136,12 @@ def serve(args: argparse.Namespace, *, out: IO[str] | None = None) -> int:
                 return build_pipe(args.provider, args.model, base_url=args.base_url)
 
             what = f"{args.provider} {args.model}"
+        # The app's safety defaults hold (loopback names only, JSON from this page only);
+        # a failed run's reason reaches this terminal as well as the page.
         config = uvicorn.Config(
             build_app(hub, start), host="127.0.0.1", port=args.port, log_level="warning"
         )
+        stack.enter_context(_reasons_to(out))
         server = uvicorn.Server(config)
         out.write(f"reasoning-stream serve: {what}\n")
 

@@ -12,7 +12,7 @@ import redis
 
 from reasoning_stream import TextDelta
 from reasoning_stream.hub import RedisHub
-from reasoning_stream.hub._follow import Follower, Subscription
+from reasoning_stream.hub._follow import SUBSCRIBER_BUFFER, Follower, Subscription
 from reasoning_stream.hub._redis_codec import decode_entry, stream_keys
 from reasoning_stream.testing import ScriptedPipe
 
@@ -68,3 +68,53 @@ def test_a_reader_joining_behind_an_in_flight_read_gets_everything(redis_url: st
         follower.close()
         control.close()
         hub.close()
+
+
+def test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing(
+    redis_url: str,
+) -> None:
+    """A subscriber that pauses while a long run publishes, next to one that keeps up: the
+    reader thread never holds more than SUBSCRIBER_BUFFER entries for the slow one, and both
+    get every entry once, in order."""
+    import anyio
+
+    hub = RedisHub(redis_url)
+    stream_id = f"lag-{uuid.uuid4().hex}"
+    count = 6 * SUBSCRIBER_BUFFER
+    peak = 0
+    got: dict[str, list[str]] = {"slow": [], "fast": []}
+
+    async def read(name: str, pause: anyio.Event | None) -> None:
+        async for entry in hub.subscribe(stream_id, timeout=10):
+            got[name].append(entry.id)
+            if pause is not None and len(got[name]) == 10:
+                await pause.wait()
+
+    async def main() -> None:
+        nonlocal peak
+        resume = anyio.Event()
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                group.start_soon(read, "slow", resume)
+                group.start_soon(read, "fast", None)
+                await anyio.sleep(0.2)
+                pipe = ScriptedPipe([TextDelta(f"{n} ") for n in range(count)])
+                runner = threading.Thread(target=hub.run, args=(stream_id, pipe, "go"))
+                runner.start()
+                while runner.is_alive() or len(got["fast"]) < len(hub.read(stream_id)):
+                    follower = hub._reader_thread
+                    assert follower is not None
+                    with follower._lock:
+                        subs = [s for _, ss in follower._follows.values() for s in ss]
+                    held = [sum(len(b) for _, b in list(s.buffer)) for s in subs]
+                    peak = max([peak, *held])
+                    await anyio.sleep(0.002)
+                resume.set()
+
+    try:
+        anyio.run(main)
+        whole = [entry.id for entry in hub.read(stream_id)]
+    finally:
+        hub.close()
+    assert peak <= SUBSCRIBER_BUFFER
+    assert got["slow"] == whole and got["fast"] == whole

@@ -185,6 +185,23 @@ def gemini_reply(name: str, model: str) -> Transcript:
     return replace(transcript, path=f"/v1beta/models/{model}:streamGenerateContent")
 
 
+@pytest.fixture
+def resolutions(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The pipes whose passback policy was resolved, one entry per resolution."""
+    from reasoning_stream import PassbackPolicy
+
+    seen: list[object] = []
+    original = PassbackPolicy.for_pipe.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[PassbackPolicy], pipe: object) -> PassbackPolicy:
+        seen.append(pipe)
+        resolved: PassbackPolicy = original(cls, pipe)
+        return resolved
+
+    monkeypatch.setattr(PassbackPolicy, "for_pipe", classmethod(counting))
+    return seen
+
+
 def weather_loop(pipe: Pipe, *, result: str = "18 °C, sunny") -> Conversation:
     """A first turn that calls tools, recorded, with a result for every call."""
     conversation = Conversation(system="You are terse.").add_user(
@@ -239,7 +256,7 @@ def test_anthropic_thinking_goes_back_verbatim_in_the_loop_and_not_after() -> No
 
 
 @pytest.mark.anyio
-async def test_anthropic_tool_loop_through_arun() -> None:
+async def test_anthropic_tool_loop_through_arun(resolutions: list[object]) -> None:
     async with WireServer("anthropic_interleaved_tool", "anthropic_tool_answer") as server:
         client = anthropic.AsyncAnthropic(base_url=server.url, api_key=KEY, max_retries=0)
         try:
@@ -247,9 +264,12 @@ async def test_anthropic_tool_loop_through_arun() -> None:
             conversation = Conversation().add_user("Weather in Paris?")
             first = await conversation.arun(pipe)
             conversation.add_tool_result(first.tool_calls[0].id, "18 °C, sunny")
+            resolutions.clear()
             second = await conversation.arun(pipe)
         finally:
             await client.close()
+    # The async driver, too, resolves the passback policy once for the follow-up.
+    assert resolutions == [pipe]
     assert second.text == "It is 18 °C and sunny in Paris."
     sent = server.requests[1].json()["messages"][1]["content"]
     kinds = [block["type"] for block in sent]
@@ -539,3 +559,30 @@ def test_inert_keys_never_reach_any_provider(kind: str) -> None:
     assert_no_inert_keys(server)
     raw = server.requests[0].body.decode("utf-8")
     assert "a greeting" not in raw and "final_answer" not in raw
+
+
+# ------------------------------------------------------------------ one resolution per request
+
+
+def test_a_deepseek_follow_up_resolves_the_policy_once(resolutions: list[object]) -> None:
+    """The check before sending and the request's turns share one resolution."""
+    replies = ("openai_chat_tool_call", "openai_chat_no_reasoning")
+    with WireServer(*replies) as server, chat_pipe(server, "deepseek-chat") as pipe:
+        conversation = weather_loop(pipe)
+        resolutions.clear()
+        conversation.run(pipe)
+    assert resolutions == [pipe]
+    assert "reasoning_content" in server.requests[1].json()["messages"][2]
+
+
+def test_an_anthropic_follow_up_resolves_the_policy_once(resolutions: list[object]) -> None:
+    with (
+        WireServer("anthropic_interleaved_tool", "anthropic_tool_answer") as server,
+        anthropic_pipe(server) as pipe,
+    ):
+        conversation = weather_loop(pipe)
+        resolutions.clear()
+        conversation.run(pipe)
+    assert resolutions == [pipe]
+    kinds = [block["type"] for block in server.requests[1].json()["messages"][1]["content"]]
+    assert kinds[0] == "thinking"

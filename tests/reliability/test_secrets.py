@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import copy
 import logging
+import traceback
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from reasoning_stream._exceptions import ProviderError, ReasoningStreamError
+from reasoning_stream._exceptions import ProviderError, ReasoningStreamError, UsageError
 from reasoning_stream._pipe import Pipe, PipeResult
 from reasoning_stream.testing import Reply, Transcript, WireServer
 
@@ -325,3 +326,100 @@ def test_api_key_echoed_by_the_server_is_scrubbed(wire: WireServer, target_name:
     assert isinstance(error, ProviderError)
     for where, text in key_places(pipe, error, "").items():
         assert API_KEY not in text, f"the echoed API key leaked into the {where}"
+
+
+# ----------------------------------------------------------------- passwords in base_url
+
+URL_PASSWORD = "pw-Zq8x@Kv3!unique"
+"""A proxy password in ``base_url`` (with an ``@`` in it, as real ones have)."""
+
+
+def with_password(url: str) -> str:
+    """``url`` with ``user:URL_PASSWORD@`` in its authority (the ``@`` percent-encoded)."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://proxy-user:{URL_PASSWORD.replace('@', '%40')}@{rest}"
+
+
+def whole_chain(error: BaseException | None) -> list[BaseException]:
+    """The error and every ``__cause__`` and ``__context__`` behind it, however they branch
+    (an SDK's ``raise ... from None`` hides its context, which a debugger still shows)."""
+    found: list[BaseException] = []
+    pending = [error]
+    while pending:
+        link = pending.pop()
+        if link is None or any(link is seen for seen in found):
+            continue
+        found.append(link)
+        pending += [link.__cause__, link.__context__]
+    return found
+
+
+def password_places(pipe: Pipe, error: BaseException | None, log: str) -> dict[str, str]:
+    found = {"repr(pipe)": repr(pipe), "log": log}
+    if error is not None:
+        found["traceback"] = "".join(traceback.format_exception(error))
+    for index, link in enumerate(whole_chain(error)):
+        found[f"error {index} ({type(link).__name__})"] = (
+            f"{link}\n{link!r}\n{link.args!r}\n{getattr(link, 'body', '')!r}"
+        )
+    return found
+
+
+def failing_runs(wire: WireServer, target: Target) -> Iterator[tuple[str, Pipe, Any]]:
+    """The target's pipe, given ``base_url`` with a password, failing three ways (sync)."""
+    error_name, refused_reply = unauthorized(target, echo=False)
+    cases: dict[str, str] = {}
+    for case, reply in (
+        ("HTTP 401", refused_reply),
+        ("HTTP 500", replace(refused_reply, status=500, headers={})),
+    ):
+        prefix = fresh_prefix()
+        wire.add(under(prefix, Reply(reply)))
+        cases[case] = wire.url + prefix
+    with WireServer() as server:
+        cases["refused connection"] = server.url  # nothing listens there any more
+    for case, url in cases.items():
+        if target.provider == "bedrock":
+            # boto3 signs with AWS keys and would never send a URL's password: refused,
+            # before any client (whose logs would print the URL) is built.
+            with pytest.raises(UsageError, match="user:password") as refused:
+                target.own(with_password(url), 2.0, error_name)
+            assert_no_password(case, {"error": str(refused.value)})
+            continue
+        pipe, error = anyio.run(run_own, target, with_password(url), error_name, "sync")
+        assert isinstance(error, ProviderError), (case, error)
+        yield case, pipe, error
+
+
+def assert_no_password(case: str, places: dict[str, str]) -> None:
+    for where, text in places.items():
+        assert URL_PASSWORD not in text and URL_PASSWORD.replace("@", "%40") not in text, (
+            f"{case}: the base_url password leaked into the {where}"
+        )
+
+
+@pytest.mark.parametrize("target_name", TARGET_NAMES)
+def test_a_password_in_base_url_stays_out_of_errors_and_their_chains(
+    wire: WireServer, target_name: str
+) -> None:
+    """HTTP 401, HTTP 500 and a refused connection, on the SDK and the lean transports: the
+    error, every cause and context behind it, and the traceback a program would print."""
+    for case, pipe, error in failing_runs(wire, TARGETS[target_name]):
+        assert_no_password(case, password_places(pipe, error, ""))
+
+
+@pytest.mark.parametrize("target_name", TARGET_NAMES)
+def test_a_password_in_base_url_stays_out_of_logs(
+    wire: WireServer, target_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Everything logged at DEBUG, httpx's and the SDKs' request lines included: the pipe
+    never puts the password in a URL; it goes out as the Basic auth it stood for."""
+    caplog.set_level(logging.DEBUG)
+    before = len(wire.requests)
+    for case, pipe, _ in failing_runs(wire, TARGETS[target_name]):
+        assert_no_password(case, {"log": logged(caplog), "repr(pipe)": repr(pipe)})
+    basic = "Basic " + base64.b64encode(f"proxy-user:{URL_PASSWORD}".encode()).decode()
+    for request in wire.requests[before:]:
+        assert "@" not in request.path
+        if TARGETS[target_name].name != "ollama":  # its SDK sends the key as a bearer
+            assert request.headers.get("authorization") == basic

@@ -14,6 +14,8 @@ STEPS = 40
 
 
 def script(prompt: object) -> list[Any]:
+    if prompt == "silent":  # reasons, then stays silent (the stop test stops it)
+        return [ReasoningDelta("thinking "), ReasoningDelta("hard"), 60.0, TextDelta("never")]
     items: list[Any] = [item for n in range(STEPS) for item in (0.02, ReasoningDelta(f"r{n} "))]
     items += [item for n in range(10) for item in (0.01, TextDelta(f"t{n} "))]
     return items

@@ -210,7 +210,12 @@ def test_posting_a_prompt_starts_a_run() -> None:
         assert chunks == "<think>thinking about </think>hi!"
         again = httpx.post(f"{base}/streams/chat-1", json={"prompt": "hi"})
         assert again.status_code == 409
-        assert httpx.post(f"{base}/streams/chat-2", content=b"nope").status_code == 400
+        json_type = {"content-type": "application/json"}
+        assert (
+            httpx.post(f"{base}/streams/chat-2", content=b"nope", headers=json_type).status_code
+            == 400
+        )
+        assert httpx.post(f"{base}/streams/chat-2", content=b"nope").status_code == 415
 
 
 def idle_run(hub: Hub, pause: float) -> tuple[str, threading.Thread, list[str]]:

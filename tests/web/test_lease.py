@@ -64,7 +64,7 @@ def test_the_web_app_ends_a_lost_writers_stream_in_every_protocol(
     agui = [json.loads(event.data) for event in parse(bodies["ag-ui"])]
     for item in agui:
         AGUI.validate_python(item)
-    assert agui[-1]["type"] == "RUN_ERROR" and agui[-1]["code"] == "writer_lost"
+    assert agui[-1]["type"] == "RUN_ERROR" and agui[-1]["code"] == "error"
     assert f"pid {child.pid}" in agui[-1]["message"]
     assert [item["type"] for item in agui[-3:-1]] == ["REASONING_MESSAGE_END", "REASONING_END"]
     # vercel-ui: `error` then [DONE], read by the AI SDK's own reader.

@@ -148,3 +148,71 @@ def test_keep_alive_comments_do_not_disturb_an_event_source(browser: Browser) ->
     assert [event_id for event_id, _ in got["events"]] == [entry.id for entry in entries]
     chunks = "".join(json.loads(data)["chunk"] for _, data in got["events"])
     assert chunks == "".join(entry.chunk for entry in entries) == "<think>ab</think>c"
+
+
+def test_page_says_why_a_run_failed(browser: Browser) -> None:
+    from reasoning_stream import ProviderError, ReasoningDelta
+    from reasoning_stream.testing import ScriptedPipe
+
+    def start(prompt: object) -> ScriptedPipe:
+        error = ProviderError("openai: insufficient credit (APIStatusError, HTTP 402)")
+        return ScriptedPipe([ReasoningDelta("thinking "), error])
+
+    with serve(build_app(MemoryHub(), start)) as base:
+        browser.open(f"{base}/")
+        browser.evaluate("document.querySelector('#ask button').click()")
+        browser.wait_for("window.reasoningStream.done", timeout=30)
+        status = browser.evaluate("document.getElementById('status').textContent")
+    assert status.startswith("status: error") and "insufficient credit" in status
+
+
+ATTACKER = """<!doctype html><script>
+window.tried = (async () => {
+  const target = location.search.slice(1);
+  const said = [];
+  // A simple request: no preflight, so the browser sends it and only hides the answer.
+  try {
+    await fetch(target + "/streams/from-text-plain", {method: "POST", mode: "no-cors",
+      headers: {"content-type": "text/plain"}, body: '{"prompt": "spend"}'});
+    said.push("text/plain sent");
+  } catch (e) { said.push("text/plain failed: " + e); }
+  // JSON needs a CORS preflight, which the app does not grant to this origin.
+  try {
+    await fetch(target + "/streams/from-json", {method: "POST",
+      headers: {"content-type": "application/json"}, body: '{"prompt": "spend"}'});
+    said.push("json sent");
+  } catch (e) { said.push("json refused"); }
+  return said;
+})();
+</script>"""
+
+
+def test_a_page_on_another_site_cannot_start_runs(browser: Browser) -> None:
+    """Real Chromium: a page on another origin posts to the app the ways a page can."""
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    from reasoning_stream.testing import ScriptedPipe
+
+    hub = MemoryHub()
+    started: list[object] = []
+
+    def start(prompt: object) -> ScriptedPipe:
+        started.append(prompt)
+        return ScriptedPipe(["spent"])
+
+    async def attacker(request: Any) -> HTMLResponse:
+        return HTMLResponse(ATTACKER)
+
+    with (
+        serve(build_app(hub, start)) as victim,
+        serve(Starlette(routes=[Route("/", attacker)])) as evil,
+    ):
+        # Another port is another origin; "localhost" makes it another site's name too.
+        browser.open(f"{evil.replace('127.0.0.1', 'localhost')}/?{victim}")
+        browser.wait_for("window.tried !== undefined")
+        said = browser.evaluate("window.tried")
+    assert "text/plain sent" in said and "json refused" in said
+    assert started == []
+    assert hub.read("from-text-plain") == [] and hub.read("from-json") == []

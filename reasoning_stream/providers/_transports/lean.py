@@ -18,6 +18,7 @@ import httpx
 
 from ..._exceptions import UsageError
 from ..._json import loads
+from ..._redact import split_url_credentials
 from .._errors import build_error, http_error
 from .base import AsyncSource, Decode, DecodeEvent, PayloadDecoder, Source, StatusError, decode_json
 from .ndjson import NDJSONDecoder
@@ -60,7 +61,8 @@ class HttpCall:
         come. An HTTP error reply raises ``status_error``'s error, its body read. Closing the
         generator closes the response."""
         decoder = self._decoder()
-        with client.stream("POST", self.url, json=self.body, headers=self._headers()) as response:
+        url, headers = self._target(self._headers())
+        with client.stream("POST", url, json=self.body, headers=headers) as response:
             if response.status_code >= 400:
                 response.read()
                 raise self.status_error(self.provider, response)
@@ -78,9 +80,8 @@ class HttpCall:
         """Async twin of :meth:`read` (which drains what follows ``[DONE]``, briefly);
         ``aclose()`` it when done."""
         decoder = self._decoder()
-        async with client.stream(
-            "POST", self.url, json=self.body, headers=self._headers()
-        ) as response:
+        url, headers = self._target(self._headers())
+        async with client.stream("POST", url, json=self.body, headers=headers) as response:
             if response.status_code >= 400:
                 await response.aread()
                 raise self.status_error(self.provider, response)
@@ -114,12 +115,23 @@ class HttpCall:
 
     def send(self, client: httpx.Client) -> Any:
         """POST with a sync httpx client; the decoded JSON reply (one-shot)."""
-        return self._reply(client.post(self.url, json=self.body, headers=dict(self.headers)))
+        url, headers = self._target(dict(self.headers))
+        return self._reply(client.post(url, json=self.body, headers=headers))
 
     async def asend(self, client: httpx.AsyncClient) -> Any:
         """Async twin of :meth:`send`."""
-        sent = client.post(self.url, json=self.body, headers=dict(self.headers))
+        url, headers = self._target(dict(self.headers))
+        sent = client.post(url, json=self.body, headers=headers)
         return self._reply(await sent)
+
+    def _target(self, headers: dict[str, str]) -> tuple[str, dict[str, str]]:
+        """Where to post, and with which headers: a ``user:password@`` in the URL (a proxy's,
+        from ``base_url``) goes out as the Basic ``Authorization`` httpx would have made of it,
+        so no URL httpx logs or an error quotes holds the password."""
+        url, authorization = split_url_credentials(self.url)
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        return url, headers
 
     def _decoder(self) -> PayloadDecoder:
         if self.framing == "ndjson":

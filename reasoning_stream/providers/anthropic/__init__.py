@@ -8,7 +8,6 @@ driver feeds the raw events through an :class:`~.translate.AnthropicTranslator`.
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Unpack
@@ -16,9 +15,9 @@ from typing import Any, ClassVar, Literal, Unpack
 import httpx
 
 from ..._exceptions import ProviderError, UsageError
-from ..._pipe import Pipe, Prompt
+from ..._pipe import Prompt
 from ...conversation._policy import PassbackPolicy
-from .._clients import require
+from .._clients import async_by, demo_over_sdk
 from .._errors import (
     build_error,
     caused_by_status,
@@ -171,10 +170,8 @@ class AnthropicPipe(ProviderPipe):
 
     def is_async_client(self, client: Any) -> bool:
         """The SDK's async clients (``AsyncAnthropic``, ...), or ``httpx.AsyncClient``."""
-        if isinstance(client, (httpx.Client, httpx.AsyncClient)):
-            return isinstance(client, httpx.AsyncClient)
         # They share no public base class, but every one of them has a coroutine close().
-        return inspect.iscoroutinefunction(getattr(client, "close", None))
+        return async_by(client, "close")
 
     def translator(self) -> AnthropicTranslator:
         """A fresh translator for one message."""
@@ -305,12 +302,6 @@ def _passback(model: str | None) -> PassbackPolicy:
     return PassbackPolicy(states="tool_loop")
 
 
-def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
-    anthropic = require("anthropic", "anthropic")
-    client = anthropic.Anthropic(base_url=url, api_key="demo-key-not-secret", max_retries=0)
-    return AnthropicPipe(model, client=client, name=name)
-
-
 SPEC = ProviderSpec(
     id="anthropic",
     name="anthropic",
@@ -322,7 +313,7 @@ SPEC = ProviderSpec(
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,
-    demo=Demo("anthropic_thinking", "claude-sonnet-4-6", _demo_pipe),
+    demo=Demo("anthropic_thinking", "claude-sonnet-4-6", demo_over_sdk(AnthropicPipe, "Anthropic")),
     api_root=ApiRoot("https://api.anthropic.com", "ANTHROPIC_BASE_URL", not_ends_with="/v1"),
     max_tokens=lambda n, url: {"max_tokens": n},
     semconv_name="anthropic",

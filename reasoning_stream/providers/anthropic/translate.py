@@ -31,6 +31,7 @@ from ..._events import (
 from ..._exceptions import ProviderError
 from .._errors import build_error
 from .._fields import field_of, text_of
+from .._states import state_of
 
 __all__ = ["AnthropicTranslator", "error_details", "field_of", "stream_error", "text_of"]
 
@@ -323,15 +324,8 @@ class AnthropicTranslator:
     def _state(
         self, kind: str, payload: str, index: Any, extra: Mapping[str, Any] | None = None
     ) -> ReasoningState:
-        return ReasoningState(
-            provider=self.provider,
-            model=self.model,
-            kind=kind,
-            payload=payload,
-            block=index if isinstance(index, int) else None,
-            endpoint=self.endpoint,
-            extra={**(extra or {}), **self.state_extra},
-        )
+        block = index if isinstance(index, int) else None
+        return state_of(self, kind, payload, block, {**(extra or {}), **self.state_extra})
 
 
 def _is_count(value: Any) -> bool:

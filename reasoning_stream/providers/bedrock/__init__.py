@@ -42,6 +42,7 @@ from typing import Any, ClassVar, Literal, Unpack
 from ..._effort import merge_params
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
+from ..._redact import redact_url_credentials, split_url_credentials
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy
 from .._clients import require
@@ -197,7 +198,14 @@ class BedrockPipe(ProviderPipe):
             raise UsageError(f"BedrockPipe api must be 'converse' or 'invoke', not {api!r}")
         if endpoint_url and base_url and endpoint_url.rstrip("/") != base_url.rstrip("/"):
             raise UsageError("give endpoint_url or base_url, not two different URLs")
-        super().__init__(model, client=client, base_url=endpoint_url or base_url, **options)
+        endpoint = endpoint_url or base_url
+        if endpoint and split_url_credentials(endpoint)[1] is not None:
+            # botocore would never send them, and would log the URL, password and all.
+            raise UsageError(
+                "Bedrock signs requests with AWS credentials: remove the user:password from "
+                f"the endpoint URL (got {redact_url_credentials(endpoint)!r})"
+            )
+        super().__init__(model, client=client, base_url=endpoint, **options)
         self.model_id: str = model
         """The model or inference profile id (``model`` as a plain ``str``)."""
         self.api: Api = api

@@ -24,7 +24,6 @@ from ..._events import (
     OpaqueState,
     ReasoningDelta,
     ReasoningEnd,
-    ReasoningState,
     TextDelta,
     ToolCall,
     Usage,
@@ -33,6 +32,7 @@ from ..._events import (
 from ..._json import loads
 from ..._tags import Scanner
 from .._errors import build_error
+from .._states import state_of
 from ..anthropic.translate import AnthropicTranslator
 
 __all__ = [
@@ -144,17 +144,7 @@ class _StateMaker:
         block: int,
         extra: Mapping[str, Any] | None = None,
     ) -> OpaqueState:
-        return OpaqueState(
-            ReasoningState(
-                provider=self.provider,
-                model=self.model,
-                kind=kind,
-                payload=payload,
-                block=block,
-                endpoint=self.endpoint,
-                extra={**(extra or {}), "api": self.api},
-            )
-        )
+        return OpaqueState(state_of(self, kind, payload, block, {**(extra or {}), "api": self.api}))
 
 
 def _pop_block(blocks: dict[int, _Block], index: Any) -> _Block | None:

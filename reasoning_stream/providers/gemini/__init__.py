@@ -38,8 +38,9 @@ import httpx
 from ..._effort import merge_params
 from ..._exceptions import ProviderError
 from ..._json import loads_utf8
-from ..._pipe import Pipe, Prompt
+from ..._pipe import Prompt
 from ...conversation._policy import PassbackPolicy
+from .._clients import demo_over_url
 from .._errors import build_error, retry_after_seconds
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
@@ -253,10 +254,6 @@ def _passback(model: str | None) -> PassbackPolicy:
     return PassbackPolicy(states="always")
 
 
-def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
-    return GeminiPipe(model, base_url=f"{url}/v1beta", api_key="demo-key-not-secret", name=name)
-
-
 SPEC = ProviderSpec(
     id="gemini",
     name="gemini",
@@ -267,7 +264,7 @@ SPEC = ProviderSpec(
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,
-    demo=Demo("gemini_reasoning", "gemini-2.5-flash", _demo_pipe),
+    demo=Demo("gemini_reasoning", "gemini-2.5-flash", demo_over_url(GeminiPipe, "/v1beta")),
     api_root=ApiRoot(
         "https://generativelanguage.googleapis.com/v1beta", "GEMINI_BASE_URL", ends_with="/v1beta"
     ),

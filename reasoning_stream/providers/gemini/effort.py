@@ -12,10 +12,9 @@ from ..._effort_planner import (
     EffortPlanner,
     EffortRow,
     ReasoningLevel,
-    always_reasons,
-    cannot_reason,
     level_for,
     model_tail,
+    settled,
 )
 
 _GEMINI_BUDGETS: dict[ReasoningLevel, int] = {"low": 1024, "medium": 4096, "high": 16384}
@@ -74,10 +73,9 @@ def gemini_family(model: str) -> GeminiFamily:
 
 def _plan_gemini(model: str, ask: Ask, max_tokens: int | None, where: str) -> Draft:
     family = gemini_family(model)
-    if family.style == "none":
-        return cannot_reason()
-    if family.style == "fixed":
-        return always_reasons(ask, where)
+    fixed = settled(family.style, ask, where)
+    if fixed is not None:
+        return fixed
     config: dict[str, Any]
     notes: list[str] = []
     if family.style == "level":

@@ -18,6 +18,7 @@ from typing import Any
 from ..._events import ReasoningState
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import tool_call_arguments
+from ...conversation._preflight import problems_where, repair_where
 from .._spec import PassbackRules
 from .translate import int_of, str_of
 
@@ -257,56 +258,49 @@ def _signed_call(turn: HistoryTurn) -> bool:
     )
 
 
+def _unsigned(checked: PreflightTurn) -> bool:
+    return checked.in_tool_loop and checked.calls_tools and not _signed_call(checked.turn)
+
+
 def preflight(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> list[PassbackProblem]:
     """Gemini 3: a function call of the current turn without its thought signature (400)."""
     if not _needs_signatures(pipe):
         return []
-    return [
-        PassbackProblem(
-            checked.index,
-            "signature_missing",
-            "a function call of the current turn has no thought signature (edited, compacted, "
-            "added by hand or made by another model), and Gemini 3 rejects it. Keep the turn "
-            "as the run produced it (conversation.add(result)), or repair (Google's "
-            "placeholder signature is sent)",
-        )
-        for checked in turns
-        if checked.in_tool_loop and checked.calls_tools and not _signed_call(checked.turn)
-    ]
+    return problems_where(
+        turns,
+        _unsigned,
+        "signature_missing",
+        "a function call of the current turn has no thought signature (edited, compacted, "
+        "added by hand or made by another model), and Gemini 3 rejects it. Keep the turn "
+        "as the run produced it (conversation.add(result)), or repair (Google's "
+        "placeholder signature is sent)",
+    )
 
 
 def repair(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> tuple[list[HistoryTurn], list[str]]:
     """The placeholder signature on the first call of each unsigned turn."""
-    repaired: list[HistoryTurn] = []
-    filled: list[str] = []
-    for checked in turns:
-        turn = checked.turn
-        if checked.in_tool_loop and checked.calls_tools and not _signed_call(turn):
-            call = (turn.message.get("tool_calls") or [{}])[0]
-            name = str((call.get("function") or {}).get("name") or "")
-            state = ReasoningState(
-                provider=getattr(pipe, "provider", None) or "gemini",
-                model=pipe.model,
-                kind="signature",
-                payload=PLACEHOLDER_SIGNATURE,
-                endpoint=getattr(pipe, "endpoint", None),
-                extra={
-                    "part": "function_call",
-                    "call_index": 0,
-                    "name": name,
-                    "text_offset": len(_content_text(turn.message.get("content"))),
-                },
-            )
-            turn = replace(turn, states=(*turn.states, state))
-            filled.append(str(checked.index))
-        repaired.append(turn)
-    notes = (
-        [f"Gemini: placeholder thought signature sent for messages {', '.join(filled)}"]
-        if filled
-        else []
-    )
-    return repaired, notes
+
+    def signed(turn: HistoryTurn) -> HistoryTurn:
+        call = (turn.message.get("tool_calls") or [{}])[0]
+        name = str((call.get("function") or {}).get("name") or "")
+        state = ReasoningState(
+            provider=getattr(pipe, "provider", None) or "gemini",
+            model=pipe.model,
+            kind="signature",
+            payload=PLACEHOLDER_SIGNATURE,
+            endpoint=getattr(pipe, "endpoint", None),
+            extra={
+                "part": "function_call",
+                "call_index": 0,
+                "name": name,
+                "text_offset": len(_content_text(turn.message.get("content"))),
+            },
+        )
+        return replace(turn, states=(*turn.states, state))
+
+    note = "Gemini: placeholder thought signature sent for messages {messages}"
+    return repair_where(turns, _unsigned, signed, note)

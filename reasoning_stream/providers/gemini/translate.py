@@ -18,7 +18,6 @@ from ..._events import (
     OpaqueState,
     ReasoningDelta,
     ReasoningEnd,
-    ReasoningState,
     TextDelta,
     ToolCall,
     Usage,
@@ -26,6 +25,7 @@ from ..._events import (
 )
 from ..._exceptions import ProviderError
 from .._errors import build_error
+from .._states import state_of
 
 __all__ = ["GeminiTranslator", "error_object", "gemini_error", "int_of", "str_of"]
 
@@ -218,16 +218,8 @@ class GeminiTranslator:
                     extra["raw"] = {k: v for k, v in part.items() if k != "thoughtSignature"}
             extra["text_offset"] = text_offset
             extra["call_index"] = call_index
-            state = ReasoningState(
-                provider=self.provider,
-                model=self.model,
-                kind="signature",
-                payload=signature,
-                block=f"{candidate}:{position}",
-                endpoint=self.endpoint,
-                extra=extra,
-            )
-            events.append(OpaqueState(state))
+            block = f"{candidate}:{position}"
+            events.append(OpaqueState(state_of(self, "signature", signature, block, extra)))
 
     def _tool_call(self, call: Mapping[str, Any]) -> ToolCall:
         call_id = call.get("id")

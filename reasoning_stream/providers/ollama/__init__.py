@@ -13,7 +13,6 @@ history sent is each message's content and tool calls only.
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeAlias, Unpack
@@ -24,7 +23,7 @@ from ..._effort import merge_params
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ...conversation._policy import PassbackPolicy
-from .._clients import require
+from .._clients import async_by, require
 from .._errors import (
     build_error,
     caused_by_status,
@@ -178,9 +177,7 @@ class OllamaPipe(ProviderPipe):
 
     def is_async_client(self, client: Any) -> bool:
         """``ollama.AsyncClient`` (its ``chat`` is a coroutine function), ``httpx.AsyncClient``."""
-        if isinstance(client, (httpx.Client, httpx.AsyncClient)):
-            return isinstance(client, httpx.AsyncClient)
-        return inspect.iscoroutinefunction(getattr(client, "chat", None))
+        return async_by(client, "chat")
 
     def _client_options(self) -> dict[str, Any]:
         """``ollama.Client`` options: ``host``, the timeout and the key as a bearer."""

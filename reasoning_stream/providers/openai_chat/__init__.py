@@ -10,7 +10,6 @@ model starts inside reasoning, and what goes back to the host in later turns.
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Iterable
 from typing import Any, ClassVar, Literal, Unpack
@@ -19,11 +18,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..._exceptions import UsageError
-from ..._pipe import Pipe, Prompt
+from ..._pipe import Prompt
 from ..._tags import DEFAULT_TAGS, grammar_for
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy, ReasoningPassback
-from .._clients import require
+from .._clients import async_by, demo_over_sdk
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import Call, HttpCall, SdkCall
@@ -46,16 +45,12 @@ def _default_tags(model: str) -> tuple[str, ...] | None:
 
 
 def _is_async_client(client: Any) -> bool:
-    if isinstance(client, httpx.AsyncClient):
-        return True
-    if isinstance(client, httpx.Client):
-        return False
-    # openai.AsyncOpenAI and its subclasses (AsyncAzureOpenAI, ...); the SDK's decorators hide
-    # that ``create`` is a coroutine function, so unwrap it for duck-typed clients.
+    if isinstance(client, httpx.Client | httpx.AsyncClient):
+        return isinstance(client, httpx.AsyncClient)
+    # openai.AsyncOpenAI and its subclasses (AsyncAzureOpenAI, ...), else duck-typed clients.
     if any(cls.__name__.startswith("Async") for cls in type(client).__mro__):
         return True
-    create = getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)
-    return create is not None and inspect.iscoroutinefunction(inspect.unwrap(create))
+    return async_by(client, "chat", "completions", "create")
 
 
 class OpenAIChatPipe(ProviderPipe):
@@ -259,12 +254,6 @@ def _passback(model: str | None) -> PassbackPolicy:
     )
 
 
-def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
-    openai = require("openai", "openai")
-    client = openai.OpenAI(base_url=f"{url}/v1", api_key="demo-key-not-secret", max_retries=0)
-    return OpenAIChatPipe(model, client=client, name=name)
-
-
 def _max_tokens(n: int, base_url: str | None) -> dict[str, Any]:
     """``--max-tokens``: OpenAI's own API wants ``max_completion_tokens`` (reasoning models
     reject ``max_tokens``); compatible servers (DeepSeek, vLLM, llama.cpp, SGLang) document
@@ -284,7 +273,11 @@ SPEC = ProviderSpec(
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,
-    demo=Demo("openai_chat_reasoning_content", "deepseek-reasoner", _demo_pipe),
+    demo=Demo(
+        "openai_chat_reasoning_content",
+        "deepseek-reasoner",
+        demo_over_sdk(OpenAIChatPipe, "OpenAI", "/v1"),
+    ),
     api_root=ApiRoot(
         "https://api.openai.com/v1",
         "OPENAI_BASE_URL",

@@ -12,10 +12,9 @@ from ..._effort_planner import (
     Draft,
     EffortPlanner,
     EffortRow,
-    always_reasons,
-    cannot_reason,
     level_for,
     model_tail,
+    settled,
 )
 
 # --------------------------------------------------------------------------------- OpenAI
@@ -93,31 +92,19 @@ def effort_draft(
 
 def _plan_openai_chat(model: str, ask: Ask, max_tokens: int | None, where: str) -> Draft:
     family = openai_family(model)
-    if family.kind == "none":
-        return cannot_reason()
-    if family.kind == "fixed":
-        return always_reasons(ask, where)
+    fixed = settled(family.kind, ask, where)
+    if fixed is not None:
+        return fixed
     if family.kind == "deepseek":
         return _plan_deepseek(ask, where)
+    on = ask.kind != "off"
     if family.kind == "kimi":
-        on = ask.kind != "off"
-        kimi_notes: list[str] = []
-        if ask.kind in ("level", "budget"):
-            kimi_notes.append(
-                f"{where} only switches thinking on or off: {ask.raw!r} was sent as thinking "
-                "enabled"
-            )
-        return Draft({"thinking": {"type": "enabled" if on else "disabled"}}, kimi_notes)
+        thinking = {"type": "enabled" if on else "disabled"}
+        return _switch_only(ask, where, {"thinking": thinking}, "thinking enabled")
     if family.kind == "qwen":
         # Qwen's chat template has a thinking switch and nothing finer.
-        on = ask.kind != "off"
-        notes: list[str] = []
-        if ask.kind in ("level", "budget"):
-            notes.append(
-                f"{where} only switches thinking on or off: {ask.raw!r} was sent as "
-                "enable_thinking=True"
-            )
-        return Draft({"chat_template_kwargs": {"enable_thinking": on}}, notes)
+        template = {"enable_thinking": on}
+        return _switch_only(ask, where, {"chat_template_kwargs": template}, "enable_thinking=True")
     return effort_draft(family, ask, where, lambda value: {"reasoning_effort": value})
 
 
@@ -155,3 +142,12 @@ PLANNER = EffortPlanner(
     ),
 )
 """Chat Completions' effort plan (OpenAI, DeepSeek, vLLM, SGLang, llama.cpp, ...)."""
+
+
+def _switch_only(ask: Ask, where: str, body: dict[str, Any], sent_as: str) -> Draft:
+    """``body`` for a model that only switches thinking on or off: a level or a budget asked
+    for is sent as on (``sent_as``), and a note says so."""
+    notes: list[str] = []
+    if ask.kind in ("level", "budget"):
+        notes.append(f"{where} only switches thinking on or off: {ask.raw!r} was sent as {sent_as}")
+    return Draft(body, notes)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..._messages import strip_inert_keys
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from ...conversation._preflight import problems_where, repair_where
 from .._spec import PassbackRules
 
 __all__ = [
@@ -130,34 +131,25 @@ def preflight(
     (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls); Kimi's thinking models
     likewise.
     """
-    return [
-        PassbackProblem(
-            checked.index,
-            "reasoning_content_missing",
-            f"this assistant turn called tools but has no reasoning_content to send, and "
-            f"{pipe.model} rejects such a turn in thinking mode (the turn was edited, added "
-            "by hand, or made by another model). Keep the turn as the run produced it "
-            "(conversation.add(result) keeps its reasoning), or repair (an empty "
-            "reasoning_content is sent)",
-        )
-        for checked in turns
-        if _needs_reasoning(policy, checked)
-    ]
+    return problems_where(
+        turns,
+        lambda checked: _needs_reasoning(policy, checked),
+        "reasoning_content_missing",
+        f"this assistant turn called tools but has no reasoning_content to send, and "
+        f"{pipe.model} rejects such a turn in thinking mode (the turn was edited, added "
+        "by hand, or made by another model). Keep the turn as the run produced it "
+        "(conversation.add(result) keeps its reasoning), or repair (an empty "
+        "reasoning_content is sent)",
+    )
 
 
 def repair(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> tuple[list[HistoryTurn], list[str]]:
     """Fill an empty ``reasoning_content`` on the tool-call turns that have none."""
-    repaired: list[HistoryTurn] = []
-    filled: list[str] = []
-    for checked in turns:
-        turn = checked.turn
-        if _needs_reasoning(policy, checked):
-            turn = replace(turn, reasoning="")
-            filled.append(str(checked.index))
-        repaired.append(turn)
-    notes = (
-        [f"an empty reasoning_content is sent for messages {', '.join(filled)}"] if filled else []
+    return repair_where(
+        turns,
+        lambda checked: _needs_reasoning(policy, checked),
+        lambda turn: replace(turn, reasoning=""),
+        "an empty reasoning_content is sent for messages {messages}",
     )
-    return repaired, notes

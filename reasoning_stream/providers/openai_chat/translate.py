@@ -19,7 +19,6 @@ from ..._events import (
     OpaqueState,
     ReasoningDelta,
     ReasoningEnd,
-    ReasoningState,
     TextDelta,
     ToolCall,
     Usage,
@@ -28,6 +27,7 @@ from ..._events import (
 from ..._exceptions import ProviderError
 from .._errors import build_error
 from .._inline import TagReader, inline_scanner
+from .._states import state_of
 
 __all__ = [
     "REASONING_FIELDS",
@@ -403,19 +403,8 @@ class OpenAIChatTranslator:
                 ToolCall(id=call_id, name=call.name or "", arguments="".join(call.arguments))
             )
             if call.signature is not None:
-                events.append(
-                    OpaqueState(
-                        ReasoningState(
-                            provider=self.provider,
-                            model=self.model,
-                            kind="signature",
-                            payload=call.signature,
-                            block=call_id,
-                            endpoint=self.endpoint,
-                            extra={"call_id": call_id, "passback": "extra_content"},
-                        )
-                    )
-                )
+                extra = {"call_id": call_id, "passback": "extra_content"}
+                events.append(self._opaque("signature", call.signature, call_id, extra))
         self._calls = []
         self._call_slots = {}
 
@@ -451,35 +440,17 @@ class OpenAIChatTranslator:
             if isinstance(block, str) and block.startswith("#"):
                 block = position
             payload = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
-            events.append(
-                OpaqueState(
-                    ReasoningState(
-                        provider=self.provider,
-                        model=self.model,
-                        kind="reasoning_details",
-                        payload=payload,
-                        block=block,
-                        endpoint=self.endpoint,
-                        extra={"type": kind} if isinstance(kind, str) else {},
-                    )
-                )
-            )
+            extra = {"type": kind} if isinstance(kind, str) else {}
+            events.append(self._opaque("reasoning_details", payload, block, extra))
             data = item.get("data")
             if kind == "reasoning.encrypted" and isinstance(data, str) and data:
-                events.append(
-                    OpaqueState(
-                        ReasoningState(
-                            provider=self.provider,
-                            model=self.model,
-                            kind="encrypted",
-                            payload=data,
-                            block=block,
-                            endpoint=self.endpoint,
-                            extra={"passback": "reasoning_details"},
-                        )
-                    )
-                )
+                extra = {"passback": "reasoning_details"}
+                events.append(self._opaque("encrypted", data, block, extra))
         self._details = {}
+
+    def _opaque(self, kind: str, payload: str, block: Any, extra: dict[str, Any]) -> OpaqueState:
+        """Opaque state this response made (its provider, model and endpoint on it)."""
+        return OpaqueState(state_of(self, kind, payload, block, extra))
 
     # ------------------------------------------------------------------------------ errors
 

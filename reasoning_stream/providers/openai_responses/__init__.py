@@ -8,7 +8,6 @@ shared driver feeds the events through an :class:`~.translate.OpenAIResponsesTra
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Unpack
@@ -16,10 +15,10 @@ from typing import Any, ClassVar, Literal, Unpack
 import httpx
 
 from ..._exceptions import ProviderError, UsageError
-from ..._pipe import Pipe, Prompt
+from ..._pipe import Prompt
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy
-from .._clients import require
+from .._clients import async_by, demo_over_sdk, require
 from .._errors import build_error
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
@@ -31,7 +30,6 @@ from .translate import (
     PROVIDER,
     REASONING_ITEM_KIND,
     OpenAIResponsesTranslator,
-    field_of,
 )
 
 __all__ = ["SPEC", "OpenAIResponsesPipe", "OpenAIResponsesTranslator"]
@@ -221,9 +219,7 @@ class OpenAIResponsesPipe(ProviderPipe):
 
         With the lean transport, ``httpx.AsyncClient``.
         """
-        if isinstance(client, (httpx.Client, httpx.AsyncClient)):
-            return isinstance(client, httpx.AsyncClient)
-        return inspect.iscoroutinefunction(field_of(field_of(client, "responses"), "create"))
+        return async_by(client, "responses", "create")
 
     def build_client(self, *, asynchronous: bool) -> Any:
         """``openai.OpenAI`` or ``openai.AsyncOpenAI`` from the pipe's options.
@@ -321,12 +317,6 @@ def _passback(model: str | None) -> PassbackPolicy:
     return PassbackPolicy(states="always")
 
 
-def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
-    openai = require("openai", "openai")
-    client = openai.OpenAI(base_url=f"{url}/v1", api_key="demo-key-not-secret", max_retries=0)
-    return OpenAIResponsesPipe(model, client=client, name=name)
-
-
 SPEC = ProviderSpec(
     id="openai-responses",
     name="responses",
@@ -338,7 +328,9 @@ SPEC = ProviderSpec(
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,
-    demo=Demo("openai_responses_summary", "o4-mini", _demo_pipe),
+    demo=Demo(
+        "openai_responses_summary", "o4-mini", demo_over_sdk(OpenAIResponsesPipe, "OpenAI", "/v1")
+    ),
     api_root=ApiRoot("https://api.openai.com/v1", "OPENAI_BASE_URL", ends_with="/v1"),
     max_tokens=lambda n, url: {"extra_body": {"max_output_tokens": n}},
     semconv_name="openai",

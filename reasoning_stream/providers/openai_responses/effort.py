@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from ..._effort_planner import Ask, Draft, EffortPlanner, EffortRow, always_reasons, cannot_reason
+from ..._effort_planner import Ask, Draft, EffortPlanner, EffortRow, settled
 from ..openai_chat.effort import effort_draft, openai_family
 
 
 def _plan_openai_responses(model: str, ask: Ask, max_tokens: int | None, where: str) -> Draft:
     family = openai_family(model)
-    if family.kind == "none":
-        return cannot_reason()
-    if family.kind == "fixed":
-        return always_reasons(ask, where)
+    fixed = settled(family.kind, ask, where)
+    if fixed is not None:
+        return fixed
     # The Responses API has no chat-template switch; Qwen servers take the effort field there.
     return effort_draft(family, ask, where, lambda value: {"reasoning": {"effort": value}})
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..._events import ReasoningState
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from ...conversation._preflight import problems_where, repair_where
 from .._spec import PassbackRules
 from .translate import ENCRYPTED_KIND, text_of
 
@@ -172,6 +173,10 @@ def _stateless_item(turn: HistoryTurn) -> bool:
     return False
 
 
+def _itemless(checked: PreflightTurn) -> bool:
+    return checked.in_tool_loop and checked.calls_tools and not _stateless_item(checked.turn)
+
+
 def preflight(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> list[PassbackProblem]:
@@ -184,38 +189,23 @@ def preflight(
     """
     if getattr(pipe, "store", None) is not False or not _reasons(pipe):
         return []
-    return [
-        PassbackProblem(
-            checked.index,
-            "reasoning_item_missing",
-            "under store=False this tool-call turn has no reasoning item with "
-            "encrypted_content to send (edited, compacted, made by another model, or made "
-            "without store=False). Keep the turn as a store=False run produced it, or "
-            "repair (its items go without ids and without reasoning)",
-        )
-        for checked in turns
-        if checked.in_tool_loop and checked.calls_tools and not _stateless_item(checked.turn)
-    ]
+    return problems_where(
+        turns,
+        _itemless,
+        "reasoning_item_missing",
+        "under store=False this tool-call turn has no reasoning item with "
+        "encrypted_content to send (edited, compacted, made by another model, or made "
+        "without store=False). Keep the turn as a store=False run produced it, or "
+        "repair (its items go without ids and without reasoning)",
+    )
 
 
 def repair(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> tuple[list[HistoryTurn], list[str]]:
     """Drop what cannot be sent statelessly: the turn's items go without ids."""
-    repaired: list[HistoryTurn] = []
-    dropped: list[str] = []
-    for checked in turns:
-        turn = checked.turn
-        if checked.in_tool_loop and checked.calls_tools and not _stateless_item(turn):
-            turn = replace(turn, states=())
-            dropped.append(str(checked.index))
-        repaired.append(turn)
-    notes = (
-        [
-            f"Responses (store=False): messages {', '.join(dropped)} go without their "
-            "reasoning item and without item ids"
-        ]
-        if dropped
-        else []
+    note = (
+        "Responses (store=False): messages {messages} go without their "
+        "reasoning item and without item ids"
     )
-    return repaired, notes
+    return repair_where(turns, _itemless, lambda turn: replace(turn, states=()), note)

@@ -29,6 +29,7 @@ from ..._events import (
 from ..._exceptions import ProviderError
 from .._errors import build_error
 from .._fields import field_of
+from .._states import state_of
 
 __all__ = [
     "ENCRYPTED_KIND",
@@ -373,14 +374,12 @@ class OpenAIResponsesTranslator:
     ) -> ReasoningState:
         encrypted = text_of(item.get("encrypted_content"))
         block = text_of(item.get("id"))
-        return ReasoningState(
-            provider=self.provider,
-            model=self.model,
-            kind=ENCRYPTED_KIND if encrypted is not None else REASONING_ITEM_KIND,
-            payload=json.dumps(item, ensure_ascii=False, separators=(",", ":")),
-            block=block if block is not None else key,
-            endpoint=self.endpoint,
-            extra={"followed_by": followers},
+        return state_of(
+            self,
+            ENCRYPTED_KIND if encrypted is not None else REASONING_ITEM_KIND,
+            json.dumps(item, ensure_ascii=False, separators=(",", ":")),
+            block if block is not None else key,
+            {"followed_by": followers},
         )
 
     # ------------------------------------------------------------------ response level

@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Unpack
 
 import httpx
 
-from ..._pipe import Pipe
 from ...conversation._policy import PassbackPolicy
+from .._clients import demo_over_url
 from .._pipe import EndpointOptions
 from .._spec import ApiRoot, Demo, ProviderSpec
 from ..openai_chat import OpenAIChatPipe
@@ -126,10 +126,6 @@ def _passback(model: str | None) -> PassbackPolicy:
     return PassbackPolicy(states="tool_loop", kinds=frozenset({"reasoning_details"}))
 
 
-def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
-    return OpenRouterPipe(model, base_url=f"{url}/api/v1", api_key="demo-key-not-secret", name=name)
-
-
 SPEC = ProviderSpec(
     id="openrouter",
     name="openrouter",
@@ -138,7 +134,11 @@ SPEC = ProviderSpec(
     key_env=("OPENROUTER_API_KEY",),
     passback=_passback,
     effort=PLANNER,
-    demo=Demo("openrouter_reasoning", "anthropic/claude-sonnet-4", _demo_pipe),
+    demo=Demo(
+        "openrouter_reasoning",
+        "anthropic/claude-sonnet-4",
+        demo_over_url(OpenRouterPipe, "/api/v1"),
+    ),
     api_root=ApiRoot(OPENROUTER_BASE_URL, "OPENROUTER_BASE_URL", ends_with="/api/v1"),
     max_tokens=lambda n, url: {"extra_body": {"max_tokens": n}},
     semconv_name="openrouter",

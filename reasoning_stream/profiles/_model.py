@@ -1,0 +1,230 @@
+"""What a profile says about one model: the frozen record and the checks its fields pass."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import Any, Literal, TypeAlias
+
+from .._exceptions import UsageError
+
+__all__ = [
+    "BINDINGS",
+    "DISPLAYS",
+    "FIELDS",
+    "LEVELS",
+    "PASSBACK",
+    "THINKING",
+    "Inline",
+    "ModelProfile",
+    "Thinking",
+    "conservative",
+    "with_fields",
+]
+
+Thinking: TypeAlias = Literal["never", "optional", "default_on", "always"]
+Passback: TypeAlias = Literal["always", "tool_loop", "never"]
+Display: TypeAlias = Literal["full", "summarized", "omitted"]
+
+THINKING: tuple[str, ...] = ("never", "optional", "default_on", "always")
+"""``thinking``: cannot reason; off unless asked; on unless turned off; cannot be turned off."""
+LEVELS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""The seven effort levels, least first; a profile's ``efforts`` is a subsequence of them."""
+DISPLAYS: tuple[str, ...] = ("full", "summarized", "omitted")
+"""How much of the reasoning a provider shows: all of it, a summary, or nothing."""
+PASSBACK: tuple[str, ...] = ("always", "tool_loop", "never")
+"""Which earlier turns' reasoning goes back: every turn's, the current tool loop's, none."""
+BINDINGS: tuple[str, ...] = ("account", "prefix")
+"""Extra scopes of opaque state: the account that made it; the unchanged request prefix."""
+PASSBACK_DETAILS: tuple[str, ...] = (
+    "tool_turns",
+    "final_answer",
+    "empty_on_tool_turns",
+    "signatures",
+)
+"""Documented details of passback: only turns that called tools carry reasoning back; the
+final answer of a tool-using turn carries it too; a tool turn without reasoning takes an empty
+field; the state is a signature riding on the parts."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inline:
+    """Reasoning written inline in the answer text: the tag names a model uses, and whether its
+    chat template opens the first tag itself (the stream then starts inside reasoning and
+    holds only the close tag)."""
+
+    tags: tuple[str, ...] = ()
+    opens_inside: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProfile:
+    """What one model can do, as its provider documents it (see ``sources``).
+
+    ``known`` is ``False`` for the conservative profile an unknown model gets; ``pattern`` is
+    the catalogue or registered pattern that matched (``None`` when none did).
+    """
+
+    thinking: Thinking = "optional"
+    efforts: tuple[str, ...] = ("low", "medium", "high")
+    displays: tuple[str, ...] = ()
+    display_default: str | None = None
+    passback: Passback = "tool_loop"
+    passback_details: tuple[str, ...] = ()
+    reads_from: tuple[str, ...] = ()
+    binding: tuple[str, ...] = ()
+    inline: Inline = field(default_factory=Inline)
+    sources: tuple[tuple[str, str], ...] = ()
+    note: str = ""
+    pattern: str | None = None
+    known: bool = False
+
+    def nearest_effort(self, level: str) -> str | None:
+        """The documented level closest to ``level`` on the seven-level scale (``level``
+        itself when documented); on a tie the lower one wins. ``None`` when the model
+        documents no levels.
+
+        >>> ModelProfile(efforts=("low", "high")).nearest_effort("medium")
+        'low'
+        """
+        if level not in LEVELS:
+            raise UsageError(f"effort {level!r} is none of {', '.join(LEVELS)}")
+        if not self.efforts:
+            return None
+        wanted = LEVELS.index(level)
+        return min(self.efforts, key=lambda e: (abs(LEVELS.index(e) - wanted), LEVELS.index(e)))
+
+
+FIELDS: tuple[str, ...] = (
+    "thinking",
+    "efforts",
+    "displays",
+    "display_default",
+    "passback",
+    "passback_details",
+    "reads_from",
+    "binding",
+    "inline",
+    "sources",
+    "note",
+)
+"""The fields a catalogue row, a profiles file or ``profiles.register`` may set."""
+
+
+def conservative() -> ModelProfile:
+    """The profile of a model no row describes: it may reason, at the three common levels,
+    and its reasoning goes back within the current tool loop only."""
+    return ModelProfile()
+
+
+def _strings(value: Any, name: str, where: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise UsageError(f"{where}: {name} takes a list of strings, not {value!r}")
+    for item in value:
+        if not isinstance(item, str):
+            raise UsageError(f"{where}: {name} takes a list of strings; {item!r} is not one")
+    return tuple(value)
+
+
+def _choices(value: Any, name: str, allowed: tuple[str, ...], where: str) -> tuple[str, ...]:
+    items = _strings(value, name, where)
+    for item in items:
+        if item not in allowed:
+            raise UsageError(f"{where}: {name} has {item!r}; choose from {', '.join(allowed)}")
+    if len(set(items)) != len(items):
+        raise UsageError(f"{where}: {name} lists a value twice: {list(items)!r}")
+    return items
+
+
+def _one(value: Any, name: str, allowed: tuple[str, ...], where: str) -> str:
+    if value not in allowed:
+        raise UsageError(f"{where}: {name}={value!r}; choose one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _inline(value: Any, where: str) -> Inline:
+    if isinstance(value, Inline):
+        return value
+    if not isinstance(value, Mapping):
+        raise UsageError(
+            f"{where}: inline takes an Inline or a table {{tags = [...], opens_inside = bool}}"
+        )
+    unknown = set(value) - {"tags", "opens_inside"}
+    if unknown:
+        raise UsageError(f"{where}: inline has no {sorted(unknown)}; it takes tags, opens_inside")
+    opens = value.get("opens_inside", False)
+    if not isinstance(opens, bool):
+        raise UsageError(f"{where}: inline.opens_inside takes true or false, not {opens!r}")
+    return Inline(_strings(value.get("tags", ()), "inline.tags", where), opens)
+
+
+def _sources(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise UsageError(f"{where}: sources takes a list of (doc url, date checked) pairs")
+    pairs: list[tuple[str, str]] = []
+    for item in value:
+        if isinstance(item, Mapping):
+            pair = (item.get("url"), item.get("checked"))
+        elif isinstance(item, (list, tuple)) and len(item) == 2:
+            pair = (item[0], item[1])
+        else:
+            raise UsageError(f"{where}: a source is (doc url, date checked), not {item!r}")
+        url, checked = pair
+        if isinstance(checked, date):
+            checked = checked.isoformat()
+        if not isinstance(url, str) or not url:
+            raise UsageError(f"{where}: a source needs its doc url (or 'issue N'), got {url!r}")
+        if not isinstance(checked, str) or len(checked) != 10 or checked[4] != "-":
+            raise UsageError(
+                f"{where}: source {url} needs the date it was checked as YYYY-MM-DD, "
+                f"got {checked!r}"
+            )
+        pairs.append((url, checked))
+    return tuple(pairs)
+
+
+def with_fields(base: ModelProfile, fields: Mapping[str, Any], where: str) -> ModelProfile:
+    """``base`` with ``fields`` checked and applied; a bad name or value raises a
+    :class:`UsageError` that says what ``where`` must fix."""
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise UsageError(f"{where}: no profile field {unknown}; the fields are {', '.join(FIELDS)}")
+    changes: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name == "thinking":
+            changes[name] = _one(value, name, THINKING, where)
+        elif name == "passback":
+            changes[name] = _one(value, name, PASSBACK, where)
+        elif name == "efforts":
+            efforts = _choices(value, name, LEVELS, where)
+            if list(efforts) != sorted(efforts, key=LEVELS.index):
+                raise UsageError(f"{where}: efforts go least first, as in {', '.join(LEVELS)}")
+            changes[name] = efforts
+        elif name == "displays":
+            changes[name] = _choices(value, name, DISPLAYS, where)
+        elif name == "display_default":
+            changes[name] = None if value is None else _one(value, name, DISPLAYS, where)
+        elif name == "passback_details":
+            changes[name] = _choices(value, name, PASSBACK_DETAILS, where)
+        elif name == "binding":
+            changes[name] = _choices(value, name, BINDINGS, where)
+        elif name == "reads_from":
+            changes[name] = tuple(p.lower() for p in _strings(value, name, where))
+        elif name == "inline":
+            changes[name] = _inline(value, where)
+        elif name == "sources":
+            changes[name] = _sources(value, where)
+        elif not isinstance(value, str):
+            raise UsageError(f"{where}: note takes a string, not {value!r}")
+        else:
+            changes[name] = value
+    profile = replace(base, **changes)
+    if profile.thinking == "never" and profile.efforts:
+        profile = replace(profile, efforts=()) if "efforts" not in fields else profile
+    if profile.display_default is not None and profile.display_default not in profile.displays:
+        raise UsageError(
+            f"{where}: display_default {profile.display_default!r} is not among displays "
+            f"{list(profile.displays)!r}"
+        )
+    return profile
