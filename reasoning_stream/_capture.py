@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any, Literal, TypeAlias
 
 from ._events import ReasoningState, ToolCall, Usage
@@ -60,7 +61,26 @@ class PipeResult:
     model: str | None = None
     endpoint: str | None = None
     response_id: str | None = None
+    response_model: str | None = None
+    """The model that answered, as the response names it (``o3`` answers as ``o3-2025-04-16``)."""
+    service_tier: str | None = None
+    """The service tier the response says it ran on (OpenAI), when it says one."""
+    system_fingerprint: str | None = None
+    """The backend configuration's fingerprint (OpenAI Chat Completions), when sent."""
     error: BaseException | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cost(self) -> Decimal | None:
+        """What the run cost in US dollars, from the ``genai-prices`` table (extra ``prices``).
+
+        Priced from ``usage``: input tokens (cached ones at the cache rates) and output tokens,
+        reasoning counted once, inside the output (see ``Usage``). ``None`` when the price is
+        unknown: ``genai-prices`` not installed, a model or provider it does not know (local
+        models), or no usage reported. Never an error.
+        """
+        from ._cost import usd
+
+        return usd(self.usage, self.provider, self.model, self.endpoint)
 
     @property
     def reasoning_exhausted(self) -> bool:
@@ -97,6 +117,7 @@ class Capture:
 
     __slots__ = (
         "current",
+        "details",
         "finish_reason",
         "first_reasoning",
         "first_text",
@@ -128,6 +149,7 @@ class Capture:
         self.usage = Usage()
         self.finish_reason: str | None = None
         self.response_id: str | None = None
+        self.details: dict[str, str] = {}
         self.first_reasoning: float | None = None
         self.first_text: float | None = None
         self.segment_started = 0.0
@@ -196,6 +218,9 @@ class Capture:
             model=model,
             endpoint=endpoint,
             response_id=self.response_id,
+            response_model=self.details.get("response_model"),
+            service_tier=self.details.get("service_tier"),
+            system_fingerprint=self.details.get("system_fingerprint"),
             error=error,
         )
 
@@ -247,6 +272,8 @@ def _added(reports: Sequence[Usage]) -> Usage:
         input_tokens=total([u.input_tokens for u in reports]),
         output_tokens=total([u.output_tokens for u in reports]),
         reasoning_tokens=total([u.reasoning_tokens for u in reports]),
+        cache_read_tokens=total([u.cache_read_tokens for u in reports]),
+        cache_write_tokens=total([u.cache_write_tokens for u in reports]),
     )
 
 

@@ -227,6 +227,11 @@ def summary_line(result: PipeResult, *, width: int = WIDTH) -> str:
         parts.append(f"tokens in {usage.input_tokens} out {usage.output_tokens}")
     if usage.reasoning_tokens is not None:
         parts.append(f"reasoning {usage.reasoning_tokens}")
+    if usage.cache_read_tokens:
+        parts.append(f"cached {usage.cache_read_tokens}")
+    cost = result.cost
+    if cost is not None:
+        parts.append(f"cost ${cost:.6f}")
     if timings.time_to_first_reasoning is not None:
         parts.append(f"first reasoning {timings.time_to_first_reasoning:.2f} s")
     if timings.time_to_first_text is not None:

@@ -137,11 +137,27 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts as the provider reported them; ``None`` where it did not."""
+    """Token counts as the provider reported them; ``None`` where it did not.
+
+    The counts mean the same for every provider (the translators add up what a provider
+    reports apart):
+
+    * ``input_tokens``: the whole prompt the model read, cached parts included.
+    * ``output_tokens``: everything the model wrote, reasoning included (Gemini's
+      ``thoughtsTokenCount`` is added to its answer tokens).
+    * ``reasoning_tokens``: the part of ``output_tokens`` spent reasoning.
+    * ``cache_read_tokens``: the part of ``input_tokens`` read from the provider's prompt
+      cache (OpenAI ``cached_tokens``, Anthropic ``cache_read_input_tokens``, Gemini
+      ``cachedContentTokenCount``, Bedrock ``cacheReadInputTokens``).
+    * ``cache_write_tokens``: the part of ``input_tokens`` written to the cache (Anthropic
+      ``cache_creation_input_tokens``, Bedrock ``cacheWriteInputTokens``).
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
     def merged(self, other: Usage) -> Usage:
         """Later reports win field by field; a field the later report leaves out is kept."""
@@ -149,6 +165,8 @@ class Usage:
             input_tokens=_prefer(other.input_tokens, self.input_tokens),
             output_tokens=_prefer(other.output_tokens, self.output_tokens),
             reasoning_tokens=_prefer(other.reasoning_tokens, self.reasoning_tokens),
+            cache_read_tokens=_prefer(other.cache_read_tokens, self.cache_read_tokens),
+            cache_write_tokens=_prefer(other.cache_write_tokens, self.cache_write_tokens),
         )
 
 

@@ -448,6 +448,14 @@ class Pipe:
         elif response_id:
             self._capture.response_id = response_id
 
+    def set_response_details(self, details: Mapping[str, str]) -> None:
+        """Record what the response said of itself: ``response_model``, ``service_tier``,
+        ``system_fingerprint`` (the keys ``PipeResult`` has fields for; others are ignored)."""
+        if self._records_to is not None:
+            self._records_to.set_response_details(details)
+        else:
+            self._capture.details.update(details)
+
     def _forward_records(self, to: Pipe | None) -> None:
         """Subclass seam: while ``to`` runs this pipe's events, its run records what this
         pipe learns beside them (the response id); ``None`` ends it.

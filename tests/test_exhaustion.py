@@ -424,6 +424,8 @@ def _usage_sum(*results: PipeResult) -> Usage:
         add([r.usage.input_tokens for r in results]),
         add([r.usage.output_tokens for r in results]),
         add([r.usage.reasoning_tokens for r in results]),
+        add([r.usage.cache_read_tokens for r in results]),
+        add([r.usage.cache_write_tokens for r in results]),
     )
 
 

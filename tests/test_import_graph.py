@@ -21,14 +21,22 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 0: the vocabulary, the tag grammar, errors: pure, import nothing of ours above them
     (
         "_events", "_tags", "_stream", "_json", "_messages", "_exceptions", "_capture",
-        "_unicode", "_redact",
+        "_unicode", "_redact", "_cost",
     ),
     # 1: model knowledge and what core asks of a provider, below both core and the providers
     ("profiles", "providers._spec", "conversation._policy", "_turns", "_effort_planner"),
     # 2: the channel, the pipe and the pipeline, with what they run on
     (
-        "_channel", "_delivery", "_callbacks", "_observers", "_retry", "_loops",
-        "_pipe", "_pipeline", "_effort", "_render",
+        "_channel",
+        "_delivery",
+        "_callbacks",
+        "_observers",
+        "_retry",
+        "_loops",
+        "_pipe",
+        "_pipeline",
+        "_effort",
+        "_render",
     ),
     # 3: conversations, provider packages, tools, prompting
     ("conversation", "providers", "tools", "prompting", "strategies"),

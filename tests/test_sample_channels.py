@@ -74,7 +74,7 @@ def test_recut_channels_do_break_the_whole_marker_recipe() -> None:
     found = find(
         channels(recut=True),
         lambda channel: whole_marker_display(channel.chunks) != _expected(channel),
-        settings=settings(max_examples=2000, database=None),
+        settings=settings(max_examples=examples(2000), database=None),
     )
     # The smallest such channel splits a marker or glues it to its neighbours.
     markers = (ReasoningStream.OPEN_TAG, ReasoningStream.CLOSE_TAG)

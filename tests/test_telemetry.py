@@ -6,12 +6,13 @@ Every bundled provider transcript is played through its real SDK (the reliabilit
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import sys
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -34,7 +35,7 @@ from reasoning_stream import (
     telemetry,
 )
 from reasoning_stream._pipe import PipeResult
-from reasoning_stream.testing import Reply, ScriptedPipe, WireServer
+from reasoning_stream.testing import Reply, ScriptedPipe, Transcript, WireServer
 
 from .reliability import (
     API_KEY,
@@ -153,9 +154,29 @@ def check_pipe_span(span: ReadableSpan, result: PipeResult, provider: str) -> No
     assert attributes["reasoning_stream.provider"] == result.provider == provider
     assert attributes["reasoning_stream.status"] == result.status
     assert attributes.get("gen_ai.response.id") == result.response_id
-    expected_reasons = (result.finish_reason,) if result.finish_reason else None
+    # The conventions' vocabulary, the same as the output message's finish_reason.
+    reason = {"tool_calls": "tool_call", "tool_use": "tool_call"}.get(
+        result.finish_reason or "", result.finish_reason
+    )
+    expected_reasons = (reason,) if reason else None
     assert attributes.get("gen_ai.response.finish_reasons") == expected_reasons
+    assert attributes.get("openai.api.type") == {
+        "openai-chat": "chat_completions",
+        "openai-responses": "responses",
+    }.get(provider)
+    assert attributes.get("gen_ai.response.model") == result.response_model
+    is_openai = provider in ("openai-chat", "openai-responses")
+    assert attributes.get("openai.response.service_tier") == (
+        result.service_tier if is_openai else None
+    )
+    assert attributes.get("openai.response.system_fingerprint") == (
+        result.system_fingerprint if is_openai else None
+    )
     usage = result.usage
+    assert attributes.get("gen_ai.usage.cache_read.input_tokens") == usage.cache_read_tokens
+    assert attributes.get("gen_ai.usage.cache_creation.input_tokens") == usage.cache_write_tokens
+    cost = result.cost
+    assert attributes.get("reasoning_stream.cost.usd") == (None if cost is None else float(cost))
     assert attributes.get("gen_ai.usage.input_tokens") == usage.input_tokens
     assert attributes.get("gen_ai.usage.output_tokens") == usage.output_tokens
     assert attributes.get("gen_ai.usage.reasoning.output_tokens") == usage.reasoning_tokens
@@ -226,6 +247,7 @@ def test_every_transcript_makes_one_span_equal_to_its_result(
     assert duration.attributes["gen_ai.request.model"] == outcome.result.model
     assert duration.attributes.get("error.type") == dict(span.attributes or {}).get("error.type")
     assert duration.attributes["reasoning_stream.status"] == outcome.result.status
+    assert duration.attributes.get("gen_ai.response.model") == outcome.result.response_model
     tokens = {
         point.attributes["gen_ai.token.type"]: point.sum
         for point in otel.points("gen_ai.client.token.usage")
@@ -710,3 +732,272 @@ def test_every_registered_provider_has_a_conventions_name() -> None:
 
     assert set(PROVIDER_NAMES) == set(provider_ids())
     assert {p: provider_name(p, None) for p in provider_ids()} == PROVIDER_NAMES
+
+
+# ------------------------------------------------------------ cached input tokens, per provider
+
+
+def _with_usage(original: Transcript, key: str, extra: dict[str, Any]) -> Transcript:
+    """A copy of ``original`` whose every ``key`` object (a usage report) also says ``extra``."""
+
+    def merge(into: dict[str, Any], more: dict[str, Any]) -> None:
+        for name, value in more.items():
+            if isinstance(value, dict):
+                merge(into.setdefault(name, {}), value)
+            else:
+                into[name] = value
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get(key), dict):
+                merge(value[key], extra)
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    events = copy.deepcopy(original.events)
+    walk(events)
+    return replace(original, events=events)
+
+
+# (target, transcript, usage object key, what to add, cache read, cache write, input tokens)
+CACHED = [
+    ("openai-chat-sdk", "openai_chat_reasoning_content", "usage",
+     {"prompt_tokens_details": {"cached_tokens": 8}}, 8, None, 14),
+    ("openai-responses", "openai_responses_plain", "usage",
+     {"input_tokens_details": {"cached_tokens": 5}}, 5, None, None),
+    ("anthropic", "anthropic_thinking", "usage",
+     {"cache_creation_input_tokens": 7}, 12, 7, 45 + 7 + 12),
+    ("gemini", "gemini_reasoning", "usageMetadata", {"cachedContentTokenCount": 4}, 4, None, 9),
+    ("bedrock", "bedrock_converse_reasoning", "usage",
+     {"cacheReadInputTokens": 10, "cacheWriteInputTokens": 3}, 10, 3, 24 + 10 + 3),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("target_name", "name", "key", "extra", "read", "written", "inputs"), CACHED
+)
+def test_cached_input_tokens_reach_usage_and_the_span(
+    wire: WireServer,
+    otel: Otel,
+    target_name: str,
+    name: str,
+    key: str,
+    extra: dict[str, Any],
+    read: int,
+    written: int | None,
+    inputs: int | None,
+) -> None:
+    target = TARGETS[target_name]
+    outcome = play(wire, target, name, Reply(_with_usage(transcript(name), key, extra)), "sync")
+    usage = outcome.result.usage
+    assert usage.cache_read_tokens == read
+    assert usage.cache_write_tokens == written
+    if inputs is not None:  # the whole prompt, cached parts included
+        assert usage.input_tokens == inputs
+    assert usage.cache_read_tokens <= (usage.input_tokens or 0)
+    attributes = dict(only_span(otel).attributes or {})
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == read
+    assert attributes.get("gen_ai.usage.cache_creation.input_tokens") == written
+    check_pipe_span(only_span(otel), outcome.result, target.provider)
+
+
+def test_the_status_description_leaves_the_http_status_to_error_type(
+    wire: WireServer, otel: Otel
+) -> None:
+    target = TARGETS["anthropic"]
+    outcome = play(
+        wire, target, "anthropic_rate_limited", Reply(transcript("anthropic_rate_limited")), "sync"
+    )
+    assert outcome.error is not None
+    span = only_span(otel)
+    assert dict(span.attributes or {})["error.type"] == "429"
+    assert "429" not in (span.status.description or "")
+    assert type(outcome.error).__name__ in (span.status.description or "")
+
+
+# (target, transcript, response model, service tier, system fingerprint): as the wire says
+RESPONSE_DETAILS = [
+    ("openai-responses", "openai_responses_plain", "o3-2025-04-16", "auto", None),
+    ("openai-responses-httpx", "openai_responses_plain", "o3-2025-04-16", "auto", None),
+    ("openai-chat-sdk", "openai_chat_reasoning_content", "deepseek-reasoner", None,
+     "fp_3a5770e1b4"),
+    ("openai-chat-httpx", "openai_chat_reasoning_content", "deepseek-reasoner", None,
+     "fp_3a5770e1b4"),
+    ("anthropic", "anthropic_thinking", "claude-sonnet-4-6", None, None),
+    ("gemini", "gemini_reasoning", "gemini-2.5-flash", None, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("target_name", "name", "model", "tier", "fingerprint"), RESPONSE_DETAILS)
+def test_what_the_response_says_of_itself_is_on_the_span_and_metrics(
+    wire: WireServer,
+    otel: Otel,
+    target_name: str,
+    name: str,
+    model: str,
+    tier: str | None,
+    fingerprint: str | None,
+) -> None:
+    target = TARGETS[target_name]
+    outcome = play(wire, target, name, Reply(transcript(name)), "sync")
+    assert outcome.result.response_model == model
+    attributes = dict(only_span(otel).attributes or {})
+    assert attributes["gen_ai.response.model"] == model
+    assert attributes.get("openai.response.service_tier") == tier
+    assert attributes.get("openai.response.system_fingerprint") == fingerprint
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.attributes["gen_ai.response.model"] == model
+    for point in otel.points("gen_ai.client.token.usage"):
+        assert point.attributes["gen_ai.response.model"] == model
+
+
+# (target, transcript, settings to send (extra_body), where the wire carries them)
+SETTINGS = [
+    ("anthropic", "anthropic_no_thinking", {"temperature": 0.5, "top_p": 0.9}, ()),
+    ("openai-chat-sdk", "openai_chat_no_reasoning",
+     {"max_tokens": 300, "temperature": 0.25, "top_p": 0.75}, ()),
+    ("openai-responses", "openai_responses_plain",
+     {"max_output_tokens": 500, "temperature": 0.5}, ()),
+    ("gemini", "gemini_plain",
+     {"generationConfig": {"maxOutputTokens": 200, "temperature": 0.5, "topP": 0.5}},
+     ("generationConfig",)),
+]  # fmt: skip
+
+WIRE_NAMES = {
+    "max_tokens": ("max_tokens", "max_output_tokens", "maxOutputTokens"),
+    "temperature": ("temperature",),
+    "top_p": ("top_p", "topP"),
+}
+
+
+@pytest.mark.parametrize(("target_name", "name", "extra", "where"), SETTINGS)
+def test_the_sampling_settings_sent_are_on_the_span(
+    wire: WireServer,
+    otel: Otel,
+    target_name: str,
+    name: str,
+    extra: dict[str, Any],
+    where: tuple[str, ...],
+) -> None:
+    target = TARGETS[target_name]
+    seen = len(wire.requests)
+
+    def prepare(pipe: Any) -> None:
+        pipe.extra_body.update(extra)
+
+    play(wire, target, name, Reply(transcript(name)), "sync", prepare=prepare)
+    # The oracle: the body the server received.
+    body = wire.requests[seen].json()
+    for key in where:
+        body = body[key]
+    sent = {
+        name: body[wire_name]
+        for name, wire_names in WIRE_NAMES.items()
+        for wire_name in wire_names
+        if wire_name in body
+    }
+    assert sent  # the case sends something
+    attributes = dict(only_span(otel).attributes or {})
+    exported = {
+        name: attributes[f"gen_ai.request.{name}"]
+        for name in WIRE_NAMES
+        if f"gen_ai.request.{name}" in attributes
+    }
+    assert exported == sent
+
+
+SYSTEM_PROMPT = [
+    {"role": "system", "content": "Answer in one word."},
+    {"role": "user", "content": "Say something."},
+]
+
+
+@pytest.mark.parametrize(
+    ("target_name", "name", "separate"),
+    [
+        ("anthropic", "anthropic_no_thinking", True),
+        ("gemini", "gemini_plain", True),
+        ("bedrock", "bedrock_converse_plain", True),
+        ("openai-chat-sdk", "openai_chat_no_reasoning", False),
+    ],
+)
+def test_a_separate_system_prompt_is_exported_as_system_instructions(
+    wire: WireServer, full: Otel, target_name: str, name: str, separate: bool
+) -> None:
+    target = TARGETS[target_name]
+    prefix = fresh_prefix()
+    wire.add(under(prefix, Reply(transcript(name))))
+    seen = len(wire.requests)
+    built = target.build(wire.url + prefix, "sync", 10.0, name)
+    try:
+        built.pipe.run(SYSTEM_PROMPT)
+    finally:
+        built.close()
+    # The oracle: where the request the server received put the system prompt.
+    body = wire.requests[seen].json()
+    sent_apart = any(key in body for key in ("system", "systemInstruction"))
+    assert sent_apart == separate
+    attributes = dict(only_span(full).attributes or {})
+    inputs = json.loads(str(attributes["gen_ai.input.messages"]))
+    if separate:
+        assert json.loads(str(attributes["gen_ai.system_instructions"])) == [
+            {"type": "text", "content": "Answer in one word."}
+        ]
+        assert [message["role"] for message in inputs] == ["user"]
+    else:
+        assert "gen_ai.system_instructions" not in attributes
+        assert [message["role"] for message in inputs] == ["system", "user"]
+
+
+def test_responses_instructions_are_system_instructions(wire: WireServer, full: Otel) -> None:
+    target = TARGETS["openai-responses"]
+    prefix = fresh_prefix()
+    wire.add(under(prefix, Reply(transcript("openai_responses_plain"))))
+    built = target.build(wire.url + prefix, "sync", 10.0, "openai_responses_plain")
+    built.pipe.instructions = "Be brief."  # type: ignore[attr-defined]
+    try:
+        built.pipe.run("Say something.")
+    finally:
+        built.close()
+    attributes = dict(only_span(full).attributes or {})
+    assert json.loads(str(attributes["gen_ai.system_instructions"])) == [
+        {"type": "text", "content": "Be brief."}
+    ]
+
+
+def test_a_failed_run_emits_the_exception_event_in_its_span(wire: WireServer) -> None:
+    from opentelemetry._logs import SeverityNumber
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
+    try:
+        name = "anthropic_rate_limited"
+        outcome = play(wire, TARGETS["anthropic"], name, Reply(transcript(name)), "sync")
+        ok = play(wire, TARGETS["anthropic"], "anthropic_thinking",
+                  Reply(transcript("anthropic_thinking")), "sync")  # fmt: skip
+    finally:
+        telemetry.uninstrument()
+    assert outcome.error is not None and ok.error is None
+    failed = next(s for s in spans.get_finished_spans() if s.status.status_code is StatusCode.ERROR)
+    (record,) = [item.log_record for item in logs.get_finished_logs()]  # none for the success
+    assert record.event_name == "gen_ai.client.operation.exception"
+    assert record.severity_number is SeverityNumber.WARN
+    attributes = dict(record.attributes or {})
+    assert attributes["error.type"] == "429"
+    error_class = type(outcome.error)
+    assert attributes["exception.type"] == f"{error_class.__module__}.{error_class.__qualname__}"
+    assert attributes["exception.message"] == str(outcome.error)
+    assert API_KEY not in json.dumps(attributes)
+    context = failed.get_span_context()
+    assert context is not None
+    assert (record.trace_id, record.span_id) == (context.trace_id, context.span_id)

@@ -61,6 +61,11 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             "output_tokens": usage.output_tokens,
             "reasoning_tokens": usage.reasoning_tokens,
         }
+        # Cached input counts ride along only when reported (older readers ignore nothing).
+        if usage.cache_read_tokens is not None:
+            data["usage"]["cache_read_tokens"] = usage.cache_read_tokens
+        if usage.cache_write_tokens is not None:
+            data["usage"]["cache_write_tokens"] = usage.cache_write_tokens
     elif isinstance(event, OpaqueState):
         raise ValueError("opaque provider state is never published")
     elif not isinstance(event, ReasoningStart | ReasoningEnd):

@@ -92,6 +92,13 @@ class Driver(Clients, Pipe):
     def stream_ended(self, translator: Translator) -> None:
         """Called once a stream ended, however it ended (server timings, for instance)."""
 
+    def _ended(self, translator: Translator) -> None:
+        """Record what the response said of itself (its model, ...), then ``stream_ended``."""
+        details = getattr(translator, "details", None)
+        if details:
+            self.set_response_details(details)
+        self.stream_ended(translator)
+
     # ---------------------------------------------------------------------------- loops
 
     def iter_events(self, prompt: Prompt) -> Iterator[Event]:
@@ -124,7 +131,7 @@ class Driver(Clients, Pipe):
             raise
         finally:
             try:
-                self.stream_ended(translator)
+                self._ended(translator)
             finally:
                 source.close()
 
@@ -189,7 +196,7 @@ class Driver(Clients, Pipe):
                 yield events
             raise
         finally:
-            self.stream_ended(translator)
+            self._ended(translator)
             with anyio.CancelScope(shield=True):
                 try:
                     if source is not None:
@@ -219,7 +226,7 @@ class Driver(Clients, Pipe):
             events = translator.read_response(self._parsed(response))
         finally:
             self.set_response_id(translator.response_id)
-            self.stream_ended(translator)
+            self._ended(translator)
         yield from events
 
     async def _aiter_response(self, prompt: Prompt) -> AsyncIterator[Event]:
@@ -236,7 +243,7 @@ class Driver(Clients, Pipe):
             events = translator.read_response(self._parsed(response))
         finally:
             self.set_response_id(translator.response_id)
-            self.stream_ended(translator)
+            self._ended(translator)
             if owned:
                 with anyio.CancelScope(shield=True):
                     await self.aclose_client(client)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypedDict
 from urllib.parse import urlsplit
 
 import httpx
@@ -139,6 +139,8 @@ class ProviderPipe(Driver, metaclass=_Validated):
         self.base_url = base_url.rstrip("/") if base_url else None
         self._api_key = api_key
         self.extra_body: dict[str, Any] = dict(extra_body or {})
+        self.request_settings: dict[str, int | float] = {}
+        """What the last request sent of ``max_tokens``, ``temperature``, ``top_p``."""
         self.timeout = timeout
         self.endpoint = self.base_url
         if self.endpoint is None and client is not None:
@@ -278,6 +280,7 @@ class ProviderPipe(Driver, metaclass=_Validated):
         """One ``DEBUG`` line on the provider's logger per request: the method, the path
         (``path`` may be a URL: never its host or query), the model and the body's keys,
         never a value (messages, keys and opaque state stay out of logs)."""
+        self.request_settings = sampling_settings(body)
         log = logger_for(self.provider)
         if log.isEnabledFor(logging.DEBUG):
             where = urlsplit(path).path or path
@@ -360,3 +363,40 @@ def _described(client: object) -> str:
     if kind.__module__ == "builtins":
         return f"{kind.__name__} {client!r:.60}"
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+# Where each wire puts the output limit and the sampling settings: top level (OpenAI,
+# Anthropic), or in a settings object (Gemini, Bedrock Converse, Ollama).
+_SETTING_PATHS: Final = {
+    "max_tokens": (
+        ("max_tokens",), ("max_completion_tokens",), ("max_output_tokens",),
+        ("generationConfig", "maxOutputTokens"), ("inferenceConfig", "maxTokens"),
+        ("options", "num_predict"),
+    ),
+    "temperature": (
+        ("temperature",), ("generationConfig", "temperature"),
+        ("inferenceConfig", "temperature"), ("options", "temperature"),
+    ),
+    "top_p": (
+        ("top_p",), ("generationConfig", "topP"), ("inferenceConfig", "topP"),
+        ("options", "top_p"),
+    ),
+}  # fmt: skip
+
+
+def sampling_settings(body: Mapping[str, Any]) -> dict[str, int | float]:
+    """The output limit, temperature and top-p a request body sends (those it sends).
+
+    >>> sampling_settings({"model": "m", "max_tokens": 64, "generationConfig": {"topP": 0.5}})
+    {'max_tokens': 64, 'top_p': 0.5}
+    """
+    found: dict[str, int | float] = {}
+    for name, paths in _SETTING_PATHS.items():
+        for path in paths:
+            value: Any = body
+            for key in path:
+                value = value.get(key) if isinstance(value, Mapping) else None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                found[name] = value
+                break
+    return found

@@ -49,6 +49,9 @@ from ._observer import _Instruments, _Observer
 # isort, which would split it into one statement per name.
 # isort: off
 from ._semconv import (
+    CACHE_READ_TOKENS as CACHE_READ_TOKENS,
+    CACHE_WRITE_TOKENS as CACHE_WRITE_TOKENS,
+    COST as COST,
     ERROR_TYPE as ERROR_TYPE,
     FINISH_REASONS as FINISH_REASONS,
     INPUT_LENGTH as INPUT_LENGTH,
@@ -56,6 +59,9 @@ from ._semconv import (
     INPUT_TOKENS as INPUT_TOKENS,
     OPAQUE_STATES as OPAQUE_STATES,
     OPERATION as OPERATION,
+    OPENAI_API_TYPE as OPENAI_API_TYPE,
+    OPENAI_FINGERPRINT as OPENAI_FINGERPRINT,
+    OPENAI_SERVICE_TIER as OPENAI_SERVICE_TIER,
     OPERATION_DURATION_METRIC as OPERATION_DURATION_METRIC,
     OUR_PROVIDER as OUR_PROVIDER,
     OUTPUT_MESSAGES as OUTPUT_MESSAGES,
@@ -71,12 +77,14 @@ from ._semconv import (
     REQUEST_MODEL as REQUEST_MODEL,
     REQUEST_STREAM as REQUEST_STREAM,
     RESPONSE_ID as RESPONSE_ID,
+    RESPONSE_MODEL as RESPONSE_MODEL,
     RETRY_EVENT as RETRY_EVENT,
     SCOPE_NAME as SCOPE_NAME,
     SEMCONV_VERSION as SEMCONV_VERSION,
     SERVER_ADDRESS as SERVER_ADDRESS,
     SERVER_PORT as SERVER_PORT,
     STATUS as STATUS,
+    SYSTEM_INSTRUCTIONS as SYSTEM_INSTRUCTIONS,
     TEXT_LENGTH as TEXT_LENGTH,
     TIME_TO_FIRST_CHUNK as TIME_TO_FIRST_CHUNK,
     TIME_TO_FIRST_CHUNK_METRIC as TIME_TO_FIRST_CHUNK_METRIC,
@@ -91,6 +99,7 @@ from ._semconv import (
 # isort: on
 
 if TYPE_CHECKING:
+    from opentelemetry._logs import LoggerProvider
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
@@ -110,6 +119,7 @@ def instrument(
     tracer_provider: TracerProvider | None = None,
     meter_provider: MeterProvider | None = None,
     capture_content: ContentCapture = "none",
+    logger_provider: LoggerProvider | None = None,
 ) -> None:
     """Trace and measure every run of every pipe and pipeline from now on.
 
@@ -118,6 +128,8 @@ def instrument(
         meter_provider: where metrics go (default: the global one).
         capture_content: ``"none"`` (default), ``"lengths"`` or ``"full"``: see the module doc.
             Opaque reasoning state is never exported, whatever the level.
+        logger_provider: where the ``gen_ai.client.operation.exception`` event of a failed
+            run goes (default: the global one, ``set_logger_provider``).
 
     Calling it again replaces the previous configuration. Raises ``UsageError`` with the install
     command when ``opentelemetry-api`` is missing.
@@ -134,7 +146,10 @@ def instrument(
         ) from error
     tracer = trace.get_tracer(SCOPE_NAME, tracer_provider=tracer_provider)
     meter = metrics.get_meter(SCOPE_NAME, meter_provider=meter_provider)
-    observer = _Observer(tracer, _Instruments(meter), capture_content)
+    from opentelemetry._logs import get_logger
+
+    events = get_logger(SCOPE_NAME, logger_provider=logger_provider)
+    observer = _Observer(tracer, _Instruments(meter), capture_content, events)
     global _active
     with _lock:
         if _active is not None:

@@ -22,6 +22,7 @@ from ._semconv import (
     INPUT_MESSAGES,
     OUTPUT_MESSAGES,
     REASONING_LENGTH,
+    SYSTEM_INSTRUCTIONS,
     TEXT_LENGTH,
 )
 
@@ -32,10 +33,24 @@ ContentCapture: TypeAlias = Literal["none", "lengths", "full"]
 
 CAPTURE_LEVELS: Final = ("none", "lengths", "full")
 
+_SYSTEM_ROLES: Final = ("system", "developer")
+
 
 def content_attributes(
-    prompt: Prompt, result: PipeResult | None, capture: ContentCapture
+    prompt: Prompt,
+    result: PipeResult | None,
+    capture: ContentCapture,
+    *,
+    separate_system: bool = False,
+    instructions: str | None = None,
 ) -> dict[str, Any]:
+    """The content attributes ``capture`` asks for.
+
+    ``separate_system``: the provider sends system messages apart from the chat history
+    (Anthropic's ``system``, Gemini's ``systemInstruction``, Bedrock's ``system``), so they go
+    to ``gen_ai.system_instructions`` instead of the input messages; ``instructions`` is a
+    system prompt the pipe sends on its own (the Responses API's ``instructions``).
+    """
     inputs = _input_messages(prompt)
     if capture == "lengths":
         lengths: dict[str, Any] = {INPUT_LENGTH: sum(_part_length(m) for m in inputs)}
@@ -43,7 +58,18 @@ def content_attributes(
             lengths[REASONING_LENGTH] = len(result.model_reasoning)
             lengths[TEXT_LENGTH] = len(result.text)
         return lengths
+    system: list[dict[str, Any]] = []
+    if instructions:
+        system.append({"type": "text", "content": instructions})
+    if separate_system:
+        system.extend(
+            part for message in inputs if message["role"] in _SYSTEM_ROLES
+            for part in message["parts"]
+        )  # fmt: skip
+        inputs = [message for message in inputs if message["role"] not in _SYSTEM_ROLES]
     attributes: dict[str, Any] = {INPUT_MESSAGES: _json(inputs)}
+    if system:
+        attributes[SYSTEM_INSTRUCTIONS] = _json(system)
     if result is not None:
         attributes[OUTPUT_MESSAGES] = _json([_output_message(result)])
     return attributes

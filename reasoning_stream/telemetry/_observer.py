@@ -8,6 +8,7 @@ per pipe configuration and outcome.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,10 +18,21 @@ from .._pipe import Pipe, PipeResult, Prompt
 from .._pipeline import Pipeline, PipelineResult
 from ._messages import ContentCapture, content_attributes
 from ._semconv import (
+    CACHE_READ_TOKENS,
+    CACHE_WRITE_TOKENS,
+    COST,
     ERROR_TYPE,
+    EXCEPTION_EVENT,
+    EXCEPTION_MESSAGE,
+    EXCEPTION_TYPE,
+    FINISH_REASON_VALUES,
     FINISH_REASONS,
     INPUT_TOKENS,
     OPAQUE_STATES,
+    OPENAI_API_TYPE,
+    OPENAI_API_TYPES,
+    OPENAI_FINGERPRINT,
+    OPENAI_SERVICE_TIER,
     OPERATION,
     OPERATION_DURATION_METRIC,
     OUR_PROVIDER,
@@ -33,8 +45,10 @@ from ._semconv import (
     REASONING_SEGMENTS,
     REASONING_TOKENS,
     REQUEST_MODEL,
+    REQUEST_SETTINGS,
     REQUEST_STREAM,
     RESPONSE_ID,
+    RESPONSE_MODEL,
     RETRY_EVENT,
     SECONDS_BUCKETS,
     SERVER_ADDRESS,
@@ -111,18 +125,26 @@ class _Shape:
     built: tracers and meters copy what they keep (the SDK does).
     """
 
-    __slots__ = ("known_server", "metric_attributes", "name", "outcomes", "start", "streaming")
+    __slots__ = (
+        "known_server", "metric_attributes", "name", "openai", "outcomes", "separate_system",
+        "start", "streaming",
+    )  # fmt: skip
 
     def __init__(self, pipe: Pipe, stream: object) -> None:
         self.name, self.start, self.metric_attributes = _pipe_start(pipe, stream)
         self.known_server = SERVER_ADDRESS in self.metric_attributes
+        self.openai = OPENAI_API_TYPE in self.start
+        # Providers whose requests carry system messages apart from the chat history.
+        self.separate_system = pipe.provider in _SEPARATE_SYSTEM
         # The conventions define time to first chunk for streaming requests only.
         self.streaming = stream is not False
-        self.outcomes: dict[tuple[str | None, str | None], _Outcome] = {}
+        self.outcomes: dict[tuple[str | None, str | None, str | None], _Outcome] = {}
 
-    def outcome(self, status: str | None, error_type: str | None) -> _Outcome:
+    def outcome(
+        self, status: str | None, error_type: str | None, model: str | None = None
+    ) -> _Outcome:
         """The metric attributes of a run that ended so (few combinations: built once each)."""
-        key = (status, error_type)
+        key = (status, error_type, model)
         outcome = self.outcomes.get(key)
         if outcome is None:
             # Low-cardinality outcome dimensions: "how often does it run out of budget" is
@@ -132,6 +154,8 @@ class _Shape:
                 attributes[ERROR_TYPE] = error_type
             if status is not None:
                 attributes[STATUS] = status
+            if model:
+                attributes[RESPONSE_MODEL] = model
             if len(self.outcomes) > 64:  # error types are bounded, but keep the cache so too
                 self.outcomes.clear()
             outcome = self.outcomes[key] = _Outcome(
@@ -158,8 +182,16 @@ class _Outcome:
 class _Observer:
     """Opens a span per run and records the metrics when it ends."""
 
-    def __init__(self, tracer: Tracer, instruments: _Instruments, capture: ContentCapture):
+    def __init__(
+        self,
+        tracer: Tracer,
+        instruments: _Instruments,
+        capture: ContentCapture,
+        events: Any = None,
+    ):
         from opentelemetry import context, trace
+
+        self.events = events
 
         self.tracer = tracer
         self.instruments = instruments
@@ -186,7 +218,7 @@ class _Observer:
                 shape.name, parent, kind=self._client_kind, attributes=shape.start
             )
         token = self._attach(self._in_context(span, parent))
-        return _Scope(self, span, token, prompt, shape, parent, _clock())
+        return _Scope(self, span, token, prompt, shape, parent, _clock(), runner)
 
     def _shape(self, pipe: Pipe) -> _Shape:
         """The span name and start attributes, cached per pipe identity (provider, model, ...)."""
@@ -203,7 +235,7 @@ class _Observer:
 class _Scope:
     """One run's span; ends it with the result's attributes and records the metrics."""
 
-    __slots__ = ("observer", "parent", "prompt", "shape", "span", "started", "token")
+    __slots__ = ("observer", "parent", "prompt", "runner", "shape", "span", "started", "token")
 
     def __init__(
         self,
@@ -214,7 +246,9 @@ class _Scope:
         shape: _Shape | None,
         parent: Any,
         started: float,
+        runner: Pipe | Pipeline,
     ) -> None:
+        self.runner = runner
         self.observer = observer
         self.span = span
         self.token = token
@@ -245,13 +279,17 @@ class _Scope:
                     first = _first_chunk(result) if shape.streaming and result is not None else None
                     if recording:
                         _finish_pipe(
-                            span, result, error_type, self.prompt, observer.capture, shape, first
-                        )
+                            span, result, error_type, self.prompt, observer.capture, shape, first,
+                            getattr(self.runner, "request_settings", None),
+                            _instructions(self.runner) if observer.capture == "full" else None,
+                        )  # fmt: skip
                     self._record(shape, result, error_type, duration, first)
                 if error_type is not None:
                     from opentelemetry.trace import Status, StatusCode
 
                     span.set_status(Status(StatusCode.ERROR, _description(error)))
+                    if shape is not None and observer.events is not None and error is not None:
+                        _exception_event(observer.events, span, error, error_type)
             finally:
                 span.end()
 
@@ -280,7 +318,10 @@ class _Scope:
         if result is None and error_type is None:
             instruments.duration.record(duration, shape.metric_attributes, parent)
             return
-        outcome = shape.outcome(None if result is None else result.status, error_type)
+        if result is None:
+            outcome = shape.outcome(None, error_type)
+        else:
+            outcome = shape.outcome(result.status, error_type, result.response_model)
         attributes = outcome.attributes
         instruments.duration.record(duration, attributes, parent)
         if result is None:
@@ -311,6 +352,9 @@ def _pipe_start(pipe: Pipe, stream: object) -> tuple[str, dict[str, Any], dict[s
         attributes[REQUEST_STREAM] = True
     if pipe.provider:
         attributes[OUR_PROVIDER] = pipe.provider
+        api_type = OPENAI_API_TYPES.get(pipe.provider)
+        if api_type is not None and provider == "openai":
+            attributes[OPENAI_API_TYPE] = api_type
     attributes[PIPE_NAME] = pipe.name
     name = f"chat {pipe.model}" if pipe.model else "chat"
     return name, attributes, metric_attributes
@@ -334,17 +378,31 @@ def _finish_pipe(
     capture: ContentCapture,
     shape: _Shape,
     first: float | None,
+    settings: dict[str, int | float] | None = None,
+    instructions: str | None = None,
 ) -> None:
     """Everything the run learned, as the span's attributes: one ``set_attributes`` call."""
     attributes: dict[str, Any] = {}
+    if settings:
+        for name, value in settings.items():
+            attributes[REQUEST_SETTINGS[name]] = value
     if error_type is not None:
         attributes[ERROR_TYPE] = error_type
     if result is not None:
         attributes[STATUS] = result.status
         if result.response_id:
             attributes[RESPONSE_ID] = result.response_id
+        if result.response_model:
+            attributes[RESPONSE_MODEL] = result.response_model
+        if shape.openai:
+            if result.service_tier:
+                attributes[OPENAI_SERVICE_TIER] = result.service_tier
+            if result.system_fingerprint:
+                attributes[OPENAI_FINGERPRINT] = result.system_fingerprint
         if result.finish_reason:
-            attributes[FINISH_REASONS] = (result.finish_reason,)
+            # The same value as the output message's finish_reason ("tool_call").
+            reason = result.finish_reason
+            attributes[FINISH_REASONS] = (FINISH_REASON_VALUES.get(reason, reason),)
         usage = result.usage
         if usage.input_tokens is not None:
             attributes[INPUT_TOKENS] = usage.input_tokens
@@ -352,6 +410,13 @@ def _finish_pipe(
             attributes[OUTPUT_TOKENS] = usage.output_tokens
         if usage.reasoning_tokens is not None:
             attributes[REASONING_TOKENS] = usage.reasoning_tokens
+        if usage.cache_read_tokens is not None:
+            attributes[CACHE_READ_TOKENS] = usage.cache_read_tokens
+        if usage.cache_write_tokens is not None:
+            attributes[CACHE_WRITE_TOKENS] = usage.cache_write_tokens
+        cost = result.cost
+        if cost is not None:
+            attributes[COST] = float(cost)
         timings = result.timings
         if first is not None:
             attributes[TIME_TO_FIRST_CHUNK] = first
@@ -375,7 +440,15 @@ def _finish_pipe(
                 if port is not None:
                     attributes[SERVER_PORT] = port
     if capture != "none":
-        attributes.update(content_attributes(prompt, result, capture))
+        attributes.update(
+            content_attributes(
+                prompt,
+                result,
+                capture,
+                separate_system=shape.separate_system,
+                instructions=instructions,
+            )
+        )
     span.set_attributes(attributes)
 
 
@@ -396,6 +469,38 @@ def _finish_workflow(
     if capture != "none":
         attributes.update(content_attributes(prompt, last, capture))
     span.set_attributes(attributes)
+
+
+_SEPARATE_SYSTEM = frozenset({"anthropic", "gemini", "bedrock"})
+
+
+def _instructions(runner: object) -> str | None:
+    """A system prompt the pipe sends on its own (the Responses API's ``instructions``)."""
+    value = getattr(runner, "instructions", None)
+    return value if isinstance(value, str) and value else None
+
+
+def _exception_event(events: Any, span: Span, error: BaseException, error_type: str) -> None:
+    """The conventions' ``gen_ai.client.operation.exception`` log event, in the span's context.
+
+    Severity WARN as the conventions ask; the message is the error's (already redacted by the
+    pipes: no key or opaque payload), never a stack trace.
+    """
+    from opentelemetry._logs import SeverityNumber
+    from opentelemetry.trace import set_span_in_context
+
+    cls = type(error)
+    events.emit(
+        event_name=EXCEPTION_EVENT,
+        severity_number=SeverityNumber.WARN,
+        severity_text="WARN",
+        context=set_span_in_context(span),
+        attributes={
+            ERROR_TYPE: error_type,
+            EXCEPTION_TYPE: f"{cls.__module__}.{cls.__qualname__}",
+            EXCEPTION_MESSAGE: str(error)[:500],
+        },
+    )
 
 
 def _first_chunk(result: PipeResult) -> float | None:
@@ -438,6 +543,14 @@ def _class_name(error: BaseException) -> str:
 
 
 def _description(error: BaseException | None) -> str:
-    # Error messages are already free of keys and opaque payloads (the pipes redact them).
-    text = f"{type(error).__name__}: {error}" if error is not None else ""
+    """The span status description: the error's class and message.
+
+    An HTTP status is already the span's ``error.type``; it is taken out of the text, so the
+    description stays the same across status codes (error messages are already free of keys
+    and opaque payloads: the pipes redact them).
+    """
+    message = str(error) if error is not None else ""
+    if isinstance(error, ProviderError) and error.status_code is not None:
+        message = re.sub(rf"(,\s*)?\bHTTP {error.status_code}\b(:\s*)?", "", message).strip()
+    text = f"{type(error).__name__}: {message}" if error is not None else ""
     return text if len(text) <= 500 else text[:499] + "…"

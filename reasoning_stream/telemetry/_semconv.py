@@ -22,13 +22,23 @@ from urllib.parse import urlsplit
 from ..providers._spec import spec
 
 __all__ = [
+    "CACHE_READ_TOKENS",
+    "CACHE_WRITE_TOKENS",
+    "COST",
     "ERROR_TYPE",
+    "EXCEPTION_EVENT",
+    "EXCEPTION_MESSAGE",
+    "EXCEPTION_TYPE",
     "FINISH_REASONS",
     "FINISH_REASON_VALUES",
     "INPUT_LENGTH",
     "INPUT_MESSAGES",
     "INPUT_TOKENS",
     "OPAQUE_STATES",
+    "OPENAI_API_TYPE",
+    "OPENAI_API_TYPES",
+    "OPENAI_FINGERPRINT",
+    "OPENAI_SERVICE_TIER",
     "OPERATION",
     "OPERATION_DURATION_METRIC",
     "OUR_PROVIDER",
@@ -43,8 +53,10 @@ __all__ = [
     "REASONING_SEGMENTS",
     "REASONING_TOKENS",
     "REQUEST_MODEL",
+    "REQUEST_SETTINGS",
     "REQUEST_STREAM",
     "RESPONSE_ID",
+    "RESPONSE_MODEL",
     "RETRY_EVENT",
     "SCOPE_NAME",
     "SECONDS_BUCKETS",
@@ -52,6 +64,7 @@ __all__ = [
     "SERVER_ADDRESS",
     "SERVER_PORT",
     "STATUS",
+    "SYSTEM_INSTRUCTIONS",
     "TEXT_LENGTH",
     "TIME_TO_FIRST_CHUNK",
     "TIME_TO_FIRST_CHUNK_METRIC",
@@ -84,6 +97,18 @@ TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_WRITE_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+OPENAI_API_TYPE = "openai.api.type"
+OPENAI_SERVICE_TIER = "openai.response.service_tier"
+OPENAI_FINGERPRINT = "openai.response.system_fingerprint"
+RESPONSE_MODEL = "gen_ai.response.model"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+REQUEST_SETTINGS: Final[Mapping[str, str]] = {
+    "max_tokens": "gen_ai.request.max_tokens",
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+}
 INPUT_MESSAGES = "gen_ai.input.messages"
 OUTPUT_MESSAGES = "gen_ai.output.messages"
 WORKFLOW_NAME = "gen_ai.workflow.name"
@@ -92,6 +117,9 @@ SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 ERROR_TYPE = "error.type"
 RETRY_EVENT = "reasoning_stream.retry"
+EXCEPTION_EVENT = "gen_ai.client.operation.exception"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
 
 OUR_PROVIDER = "reasoning_stream.provider"
 PIPE_NAME = "reasoning_stream.pipe.name"
@@ -102,6 +130,7 @@ REASONING_DURATION = "reasoning_stream.reasoning.duration"
 REASONING_SEGMENTS = "reasoning_stream.reasoning.segments"
 OPAQUE_STATES = "reasoning_stream.reasoning_state.count"
 TOOL_CALLS = "reasoning_stream.tool_calls"
+COST = "reasoning_stream.cost.usd"
 PIPES = "reasoning_stream.pipeline.pipes"
 INPUT_LENGTH = "reasoning_stream.content.input.length"
 REASONING_LENGTH = "reasoning_stream.content.reasoning.length"
@@ -133,6 +162,12 @@ _OPENAI_COMPATIBLE_HOSTS: Final = (
     ("perplexity.ai", "perplexity"),
     ("openai.azure.com", "azure.ai.openai"),
 )
+
+# ``openai.api.type`` per OpenAI pipe: which of OpenAI's APIs it calls.
+OPENAI_API_TYPES: Final[Mapping[str, str]] = {
+    "openai-chat": "chat_completions",
+    "openai-responses": "responses",
+}
 
 # Provider finish reasons, already normalised by the pipes, to the conventions' vocabulary.
 FINISH_REASON_VALUES: Final[Mapping[str, str]] = {

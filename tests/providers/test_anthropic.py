@@ -161,7 +161,13 @@ async def test_thinking_then_answer(drive: Drive) -> None:
     assert result.finish_reason == "stop"
     assert result.response_id == "msg_01ThinkingAnswer7x9"
     # input_tokens adds the cache reads (45 + 12); thinking tokens come from the details.
-    assert result.usage == Usage(input_tokens=57, output_tokens=96, reasoning_tokens=71)
+    assert result.usage == Usage(
+        input_tokens=57,
+        output_tokens=96,
+        reasoning_tokens=71,
+        cache_read_tokens=12,
+        cache_write_tokens=0,
+    )
     (state,) = result.reasoning_state
     expected = blocks_from_transcript("anthropic_thinking")[0]
     assert (state.provider, state.model, state.kind, state.block) == (
@@ -206,7 +212,13 @@ async def test_interleaved_thinking_around_tool_use(drive: Drive) -> None:
     )
     assert result.finish_reason == "tool_calls"
     assert result.status == "completed"
-    assert result.usage == Usage(input_tokens=310, output_tokens=141, reasoning_tokens=58)
+    assert result.usage == Usage(
+        input_tokens=310,
+        output_tokens=141,
+        reasoning_tokens=58,
+        cache_read_tokens=0,
+        cache_write_tokens=0,
+    )
     blocks = blocks_from_transcript("anthropic_interleaved_tool")
     assert [(s.kind, s.block) for s in result.reasoning_state] == [
         ("signature", 0),
@@ -240,7 +252,9 @@ async def test_redacted_thinking_is_opaque(drive: Drive) -> None:
     (state,) = result.reasoning_state
     assert (state.kind, state.block) == ("redacted", 0)
     assert state.payload == blocks_from_transcript("anthropic_redacted")[0]["data"]
-    assert result.usage == Usage(input_tokens=38, output_tokens=52)
+    assert result.usage == Usage(
+        input_tokens=38, output_tokens=52, cache_read_tokens=0, cache_write_tokens=0
+    )
     assert_secrets_hidden(chunks, result)
     assert_channel_matches(chunks, result)
 
@@ -281,7 +295,9 @@ async def test_no_thinking_no_marker_byte(drive: Drive) -> None:
         (),
     )
     # 9 fresh + 100 written to the cache + 2048 read from it.
-    assert result.usage == Usage(input_tokens=2157, output_tokens=12)
+    assert result.usage == Usage(
+        input_tokens=2157, output_tokens=12, cache_read_tokens=2048, cache_write_tokens=100
+    )
     assert result.finish_reason == "stop"
     assert_channel_matches(chunks, result)
     assert "thinking" not in sent_body(server)

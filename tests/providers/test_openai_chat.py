@@ -132,7 +132,7 @@ CASES = {
         + "The sky is blue because air scatters blue light most.",
         text="The sky is blue because air scatters blue light most.",
         segments=(SKY,),
-        usage=Usage(input_tokens=14, output_tokens=52, reasoning_tokens=31),
+        usage=Usage(input_tokens=14, output_tokens=52, reasoning_tokens=31, cache_read_tokens=0),
         response_id="0f8e2c1a-5b7d-4c9e-a1f3-6d2b8e4c7a90",
     ),
     "reasoning_field": Case(

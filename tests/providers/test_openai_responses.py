@@ -163,7 +163,9 @@ def check_summary(result: PipeResult, chunks: list[str]) -> None:
     assert result.reasoning_segments == SUMMARY_SEGMENTS
     assert result.model_reasoning == "\n".join(SUMMARY_SEGMENTS)
     assert result.tool_calls == ()
-    assert result.usage == Usage(input_tokens=13, output_tokens=148, reasoning_tokens=128)
+    assert result.usage == Usage(
+        input_tokens=13, output_tokens=148, reasoning_tokens=128, cache_read_tokens=0
+    )
     assert (result.status, result.finish_reason) == ("completed", "stop")
     assert result.response_id == "resp_68a1summary0001"
     assert result.provider == "openai-responses"
@@ -248,7 +250,9 @@ def check_reasoning_text(result: PipeResult, chunks: list[str]) -> None:
     assert result.text == "The capital of France is Paris."
     assert result.reasoning_segments == (RAW_REASONING,)
     assert result.model_reasoning == RAW_REASONING
-    assert result.usage == Usage(input_tokens=72, output_tokens=41, reasoning_tokens=29)
+    assert result.usage == Usage(
+        input_tokens=72, output_tokens=41, reasoning_tokens=29, cache_read_tokens=0
+    )
     assert (result.status, result.finish_reason) == ("completed", "stop")
     (state,) = result.reasoning_state
     assert state.kind == "reasoning_item"
@@ -281,7 +285,9 @@ def check_function_call(result: PipeResult, chunks: list[str]) -> None:
     assert result.model_reasoning == CALL_REASONING
     assert result.tool_calls == (CALL,)
     assert (result.status, result.finish_reason) == ("completed", "tool_calls")
-    assert result.usage == Usage(input_tokens=81, output_tokens=92, reasoning_tokens=64)
+    assert result.usage == Usage(
+        input_tokens=81, output_tokens=92, reasoning_tokens=64, cache_read_tokens=0
+    )
     assert result.message["tool_calls"] == [CALL.to_message()]
     (state,) = result.reasoning_state
     assert (state.kind, state.block) == ("encrypted", "rs_5e2bfunccall")
@@ -604,7 +610,9 @@ def check_incomplete(result: PipeResult, chunks: list[str]) -> None:
         "The first primes are 2, 3, 5"
     )
     assert (result.status, result.finish_reason) == ("length", "length")
-    assert result.usage == Usage(input_tokens=15, output_tokens=64, reasoning_tokens=48)
+    assert result.usage == Usage(
+        input_tokens=15, output_tokens=64, reasoning_tokens=48, cache_read_tokens=0
+    )
     assert len(result.reasoning_state) == 1
     assert_round_trip(chunks, result)
 

@@ -87,7 +87,7 @@ CASES = {
         channel=OPEN + "The user wants a haiku." + CLOSE + "Blue sky hums softly\nlight bends",
         text="Blue sky hums softly\nlight bends",
         segments=("The user wants a haiku.",),
-        usage=Usage(input_tokens=25, output_tokens=80, reasoning_tokens=42),
+        usage=Usage(input_tokens=25, output_tokens=80, reasoning_tokens=42, cache_read_tokens=0),
         state_kinds=("reasoning_details",),
         secrets=(SIGNATURE,),
     ),

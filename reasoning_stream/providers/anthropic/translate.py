@@ -115,6 +115,8 @@ class AnthropicTranslator:
             _STOP_REASONS if stop_reasons is None else stop_reasons
         )
         self.response_id: str | None = None
+        self.details: dict[str, str] = {}
+        """What the response says of itself: ``response_model``."""
         """The message id from ``message_start``, once seen."""
         self.stopped = False
         """Whether the message ended (a stop reason or ``message_stop``): without it, a
@@ -203,6 +205,9 @@ class AnthropicTranslator:
         message_id = field_of(message, "id")
         if isinstance(message_id, str) and message_id:
             self.response_id = message_id
+        model = field_of(message, "model")
+        if isinstance(model, str) and model:
+            self.details["response_model"] = model
         usage = _usage(field_of(message, "usage"))
         return [UsageReport(usage)] if usage is not None else []
 
@@ -348,6 +353,8 @@ def _usage(usage: Any) -> Usage | None:
         input_tokens=sum(counted) if _is_count(inputs[0]) else None,
         output_tokens=output if _is_count(output) else None,
         reasoning_tokens=thinking if _is_count(thinking) else None,
+        cache_write_tokens=inputs[1] if _is_count(inputs[1]) else None,
+        cache_read_tokens=inputs[2] if _is_count(inputs[2]) else None,
     )
     return None if result == Usage() else result
 

@@ -79,6 +79,26 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _converse_usage(usage: Mapping[str, Any]) -> Usage:
+    """Usage from a Converse ``metadata.usage``.
+
+    ``input_tokens`` is the whole prompt: Bedrock reports cache reads and writes
+    (``cacheReadInputTokens``, ``cacheWriteInputTokens``) apart from ``inputTokens``, and the
+    three add up to what the model read.
+    """
+    inputs = _int_or_none(usage.get("inputTokens"))
+    read = _int_or_none(usage.get("cacheReadInputTokens"))
+    written = _int_or_none(usage.get("cacheWriteInputTokens"))
+    return Usage(
+        input_tokens=None if inputs is None else inputs + (read or 0) + (written or 0),
+        output_tokens=_int_or_none(usage.get("outputTokens")),
+        # Not in the service model today; read it if a model adds it.
+        reasoning_tokens=_int_or_none(usage.get("reasoningTokens")),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+    )
+
+
 def _invocation_usage(metrics: Any) -> UsageReport | None:
     """Usage from the ``amazon-bedrock-invocationMetrics`` Bedrock adds to the last chunk."""
     if not isinstance(metrics, Mapping):
@@ -202,16 +222,7 @@ class ConverseStreamTranslator:
             # request's handling; it is never the model's reasoning.
             usage = (chunk["metadata"] or {}).get("usage")
             if isinstance(usage, Mapping):
-                events.append(
-                    UsageReport(
-                        Usage(
-                            input_tokens=_int_or_none(usage.get("inputTokens")),
-                            output_tokens=_int_or_none(usage.get("outputTokens")),
-                            # Not in the service model today; read it if a model adds it.
-                            reasoning_tokens=_int_or_none(usage.get("reasoningTokens")),
-                        )
-                    )
-                )
+                events.append(UsageReport(_converse_usage(usage)))
         return events
 
     def _delta(self, body: Mapping[str, Any], events: list[Event]) -> None:

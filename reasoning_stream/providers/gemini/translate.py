@@ -99,11 +99,13 @@ class GeminiTranslator:
         self.model = model
         self.endpoint = endpoint
         self.response_id: str | None = None
+        self.details: dict[str, str] = {}
+        """What the response says of itself: ``response_model`` (``modelVersion``)."""
         self._in_thought = False
         self._parts = 0
         self._text_length = 0
         self._calls = 0
-        self._last_usage: tuple[int | None, int | None, int | None] | None = None
+        self._last_usage: tuple[int | None, ...] | None = None
 
     def feed(self, chunk: Any) -> list[Event]:
         """Translate one streamed response object."""
@@ -119,6 +121,9 @@ class GeminiTranslator:
         response_id = chunk.get("responseId")
         if response_id and isinstance(response_id, str) and response_id != self.response_id:
             self.response_id = response_id
+            version = chunk.get("modelVersion")
+            if isinstance(version, str) and version:
+                self.details["response_model"] = version
 
         events: list[Event] = []
         candidates = chunk.get("candidates")
@@ -240,16 +245,22 @@ class GeminiTranslator:
         thoughts = usage.get("thoughtsTokenCount")
         if type(thoughts) is not int:
             thoughts = int_of(thoughts)
+        cached = int_of(usage.get("cachedContentTokenCount"))
         # Gemini counts thinking apart from the answer; output_tokens counts both, as the
         # other providers' output counts do (and as Gemini bills them).
         output = None if answer is None and thoughts is None else (answer or 0) + (thoughts or 0)
         if prompt is None and output is None:
             return
-        counts = (prompt, output, thoughts)
+        counts = (prompt, output, thoughts, cached)
         if counts == self._last_usage:
             # Gemini repeats the running counts on every chunk: an unchanged report adds
             # nothing to what the last one said.
             return
         self._last_usage = counts
-        usage_report = Usage(input_tokens=prompt, output_tokens=output, reasoning_tokens=thoughts)
+        usage_report = Usage(
+            input_tokens=prompt,
+            output_tokens=output,
+            reasoning_tokens=thoughts,
+            cache_read_tokens=cached,
+        )
         events.append(UsageReport(usage_report))

@@ -167,6 +167,7 @@ class OpenAIChatTranslator:
         "_scanned",
         "_scanner",
         "_scanning_is_auto",
+        "details",
         "endpoint",
         "model",
         "provider",
@@ -189,6 +190,9 @@ class OpenAIChatTranslator:
         self.endpoint = endpoint
         self.response_id: str | None = None
         """The stream's ``id`` (every chunk repeats it), once seen."""
+        self.details: dict[str, str] = {}
+        """What the response says of itself: ``response_model``, ``system_fingerprint``,
+        ``service_tier`` (read from the first chunk; every chunk repeats them)."""
         self._fields = tuple(reasoning_fields)
         self._scanner: TagReader | None = inline_scanner(
             inline_tags,
@@ -205,6 +209,12 @@ class OpenAIChatTranslator:
 
     # ----------------------------------------------------------------------------- feeding
 
+    def _note_details(self, chunk: Any) -> None:
+        for key, name in _DETAIL_KEYS:
+            value = field_of(chunk, key)
+            if isinstance(value, str) and value:
+                self.details[name] = value
+
     def feed(self, chunk: Any) -> list[Event]:
         """The events of one chunk. Raises ``ProviderError`` for an in-stream error object."""
         events: list[Event] = []
@@ -215,6 +225,7 @@ class OpenAIChatTranslator:
             chunk_id = chunk.get("id") if plain else field_of(chunk, "id")
             if isinstance(chunk_id, str) and chunk_id:
                 self.response_id = chunk_id
+                self._note_details(chunk)
         error = chunk.get("error") if plain else field_of(chunk, "error")
         if error:
             raise self._stream_error(error)
@@ -465,6 +476,13 @@ def _hashable(value: Any) -> Any:
     return None if isinstance(value, list | dict) else value
 
 
+_DETAIL_KEYS = (
+    ("model", "response_model"),
+    ("system_fingerprint", "system_fingerprint"),
+    ("service_tier", "service_tier"),
+)
+
+
 def _details_text(items: list[Any]) -> str:
     parts: list[str] = []
     for item in items:
@@ -483,4 +501,7 @@ def _usage(usage: Any) -> Usage:
         input_tokens=_int_or_none(field_of(usage, "prompt_tokens")),
         output_tokens=_int_or_none(field_of(usage, "completion_tokens")),
         reasoning_tokens=_int_or_none(field_of(details, "reasoning_tokens")),
+        cache_read_tokens=_int_or_none(
+            field_of(field_of(usage, "prompt_tokens_details"), "cached_tokens")
+        ),
     )

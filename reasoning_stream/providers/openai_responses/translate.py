@@ -119,6 +119,8 @@ class OpenAIResponsesTranslator:
         self.model = model
         self.endpoint = endpoint
         self.response_id: str | None = None
+        self.details: dict[str, str] = {}
+        """What the response says of itself: ``response_model``, ``service_tier``."""
         """The response's id, once ``response.created`` (or a later event) carried it."""
         self.finished = False
         """Whether a terminal event (``response.completed`` or ``incomplete``) arrived."""
@@ -390,6 +392,10 @@ class OpenAIResponsesTranslator:
         response_id = text_of(field_of(response, "id"))
         if response_id is not None:
             self.response_id = response_id
+        for key, name in (("model", "response_model"), ("service_tier", "service_tier")):
+            value = text_of(field_of(response, key))
+            if value:
+                self.details[name] = value
 
     def _ending(self, chunk: Any, reason: str) -> list[Event]:
         response = field_of(chunk, "response")
@@ -423,6 +429,9 @@ class OpenAIResponsesTranslator:
                     output_tokens=_count(field_of(usage, "output_tokens")),
                     reasoning_tokens=_count(
                         field_of(field_of(usage, "output_tokens_details"), "reasoning_tokens")
+                    ),
+                    cache_read_tokens=_count(
+                        field_of(field_of(usage, "input_tokens_details"), "cached_tokens")
                     ),
                 )
             )
