@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeAlias, TypeVar
 
 from ._events import Event
@@ -15,6 +15,7 @@ __all__ = [
     "CallbackErrorHandler",
     "EventCallback",
     "StreamingCallback",
+    "check_sync_callbacks",
     "checked_callable",
     "is_async_callable",
     "reject_awaitable",
@@ -88,3 +89,13 @@ def reject_awaitable(result: object, callback: object) -> None:
         f"callback {callback!r} is async; async callbacks need `await pipe.arun(...)` "
         "(run() and hooks called outside a run deliver only to sync callbacks)"
     )
+
+
+def check_sync_callbacks(callbacks: Iterable[Callable[..., object]]) -> None:
+    """Refuse an async callback before a sync ``run()`` starts: nothing could await it."""
+    for callback in callbacks:
+        if is_async_callable(callback):
+            raise UsageError(
+                f"callback {callback!r} is async: use `await pipe.arun(...)`, "
+                "or give run() a sync callback"
+            )

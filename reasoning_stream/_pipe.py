@@ -22,8 +22,8 @@ from ._callbacks import (
     CallbackErrorHandler,
     EventCallback,
     StreamingCallback,
+    check_sync_callbacks,
     checked_callable,
-    is_async_callable,
 )
 from ._capture import Capture, PipeResult, Status, Timings, status_for
 from ._channel import Channel, claim, release
@@ -42,7 +42,8 @@ from ._events import (
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
 from ._loops import warn_if_loop_running
 from ._retry import RetryPolicy, announce, aretried, retried
-from ._unicode import REPLACEMENT, checked_delta, is_clean, mend, whole
+from ._sources import batches_of_one, threaded
+from ._unicode import REPLACEMENT, checked_delta, is_clean, mend_delta, whole
 
 __all__ = [
     "Pipe",
@@ -134,18 +135,7 @@ class Pipe:
         (connection refused or reset). The wait is the provider's ``Retry-After`` when it sent
         one, else ``backoff * 2**attempt``, both capped at ``max_delay`` seconds. Off by default.
         """
-        if isinstance(attempts, bool) or not isinstance(attempts, int):
-            raise UsageError(
-                f"set_retries: attempts must be an int (how many retries), got "
-                f"{type(attempts).__name__}: {attempts!r:.40}"
-            )
-        for label, value in (("backoff", backoff), ("max_delay", max_delay)):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise UsageError(
-                    f"set_retries: {label} must be a number of seconds, got "
-                    f"{type(value).__name__}: {value!r:.40}"
-                )
-        self._retry = RetryPolicy(attempts, backoff, max_delay)
+        self._retry = RetryPolicy.checked(attempts, backoff, max_delay)
         return self
 
     def _request_sent(self) -> None:
@@ -240,7 +230,7 @@ class Pipe:
             return
         capture = self._capture
         if capture.held or not (delta.isascii() or is_clean(delta)):
-            delta = self._mended(delta, reasoning=True)
+            delta = mend_delta(capture, delta, True, self._release_held)
             if not delta:
                 return
         current = capture.current
@@ -281,7 +271,7 @@ class Pipe:
             return
         capture = self._capture
         if capture.held or not (delta.isascii() or is_clean(delta)):
-            delta = self._mended(delta, reasoning=False)
+            delta = mend_delta(capture, delta, False, self._release_held)
             if not delta:
                 return
         if capture.current is not None:
@@ -310,18 +300,6 @@ class Pipe:
             channel.end()
         if not channel.deferred:
             self._deliver_now(channel)
-
-    def _mended(self, delta: str, *, reasoning: bool) -> str:
-        """``delta`` as valid Unicode (:mod:`._unicode`); a held surrogate of the other kind
-        of delta had no partner and goes out first as U+FFFD."""
-        capture = self._capture
-        if capture.held and capture.held_reasoning is not reasoning:
-            self._release_held()
-        mended, capture.held = mend(capture.held, delta)
-        capture.held_reasoning = reasoning
-        if capture.held:
-            self._channel.close_lanes()  # the next delta must come through here to join the pair
-        return mended
 
     def _release_held(self) -> None:
         """A held high surrogate whose low half never came: it goes out as U+FFFD."""
@@ -358,22 +336,8 @@ class Pipe:
 
     async def aiter_events(self, prompt: Prompt) -> AsyncIterator[Event]:
         """Async twin of :meth:`iter_events`; by default iterates it in a worker thread."""
-        iterator = self.iter_events(prompt)
-        sentinel = object()
-
-        def step() -> Any:
-            return next(iterator, sentinel)
-
-        try:
-            while True:
-                item = await anyio.to_thread.run_sync(step, abandon_on_cancel=False)
-                if item is sentinel:
-                    return
-                yield item
-        finally:
-            close = getattr(iterator, "close", None)
-            if close is not None:
-                await anyio.to_thread.run_sync(close)
+        async for event in threaded(self.iter_events(prompt)):
+            yield event
 
     async def aiter_event_batches(self, prompt: Prompt) -> AsyncIterator[Sequence[Event]]:
         """The events of :meth:`aiter_events` in batches: a pipe may implement this instead.
@@ -385,15 +349,8 @@ class Pipe:
         the class that defines this method is at least as derived as the one that defines
         :meth:`aiter_events`; by default each event is a batch of its own.
         """
-        events = self.aiter_events(prompt)
-        try:
-            async for event in events:
-                yield (event,)
-        finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                with anyio.CancelScope(shield=True):
-                    await aclose()
+        async for batch in batches_of_one(self.aiter_events(prompt)):
+            yield batch
 
     def handle_event(self, event: Event) -> None:
         """Route one event through the hooks and into the capture."""
@@ -529,7 +486,7 @@ class Pipe:
 
     def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
         """The first attempt and the retries it may earn (:mod:`._retry`)."""
-        self._check_sync_callbacks()
+        check_sync_callbacks((*self._callbacks, *self._event_callbacks))
         return retried(self._retry, channel, lambda: self._attempt(channel, prompt), self._retrying)
 
     async def _aattempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
@@ -600,14 +557,6 @@ class Pipe:
         await adeliver(channel, on_error)
         assert self.last_result is not None
         return self.last_result
-
-    def _check_sync_callbacks(self) -> None:
-        for callback in (*self._callbacks, *self._event_callbacks):
-            if is_async_callable(callback):
-                raise UsageError(
-                    f"callback {callback!r} is async: use `await pipe.arun(...)`, "
-                    "or give run() a sync callback"
-                )
 
     def _finish_result(self, result: PipeResult) -> PipeResult:
         """Subclass seam: the result an attempt records, from what it captured.

@@ -25,7 +25,7 @@ import anyio
 
 from . import _observers
 from ._channel import Channel
-from ._exceptions import MalformedStreamError, ProviderError
+from ._exceptions import MalformedStreamError, ProviderError, UsageError
 
 __all__ = ["RETRY_STATUSES", "RetryPolicy", "announce", "aretried", "retried"]
 
@@ -49,6 +49,25 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if self.attempts < 0 or self.backoff < 0 or self.max_delay < 0:
             raise ValueError("attempts, backoff and max_delay must not be negative")
+
+    @classmethod
+    def checked(cls, attempts: object, backoff: object, max_delay: object) -> RetryPolicy:
+        """The policy ``Pipe.set_retries`` asks for; a wrong type is a ``UsageError`` naming
+        the parameter (``set_retries("3")``), a negative number a ``ValueError``."""
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            raise UsageError(
+                f"set_retries: attempts must be an int (how many retries), got "
+                f"{type(attempts).__name__}: {attempts!r:.40}"
+            )
+        seconds: list[float] = []
+        for label, value in (("backoff", backoff), ("max_delay", max_delay)):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise UsageError(
+                    f"set_retries: {label} must be a number of seconds, got "
+                    f"{type(value).__name__}: {value!r:.40}"
+                )
+            seconds.append(value)
+        return cls(attempts, *seconds)
 
     def delay(self, error: BaseException, attempt: int, delivered: bool) -> float | None:
         """Seconds to wait before retry ``attempt + 1`` after ``error``; ``None``: it is final.

@@ -19,10 +19,12 @@ starts with the low half; a surrogate with no partner becomes U+FFFD (the replac
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Protocol
 
 from ._exceptions import UsageError
 
-__all__ = ["REPLACEMENT", "checked_delta", "is_clean", "mend", "whole"]
+__all__ = ["REPLACEMENT", "Holder", "checked_delta", "is_clean", "mend", "mend_delta", "whole"]
 
 REPLACEMENT = "\ufffd"
 """What a lone surrogate becomes."""
@@ -71,3 +73,23 @@ def checked_delta(delta: object, what: str) -> str:
         f"{what} deltas must be str, got {type(delta).__name__}: {delta!r}; "
         "convert the provider's payload to text before emitting it"
     )
+
+
+class Holder(Protocol):
+    """Where a run keeps a high surrogate that waits for its low half (the capture)."""
+
+    held: str
+    held_reasoning: bool
+
+
+def mend_delta(holder: Holder, delta: str, reasoning: bool, release: Callable[[], None]) -> str:
+    """``delta`` as valid Unicode, a trailing high surrogate left waiting on ``holder``.
+
+    One that waited in vain with the other kind of delta (``reasoning`` says which this is)
+    goes out first, through ``release``, as U+FFFD.
+    """
+    if holder.held and holder.held_reasoning is not reasoning:
+        release()
+    mended, holder.held = mend(holder.held, delta)
+    holder.held_reasoning = reasoning
+    return mended

@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "_channel",
         "_delivery",
+        "_sources",
         "_callbacks",
         "_observers",
         "_retry",
