@@ -230,7 +230,7 @@ class Pipe:
             return
         capture = self._capture
         if capture.held or not (delta.isascii() or is_clean(delta)):
-            delta = mend_delta(capture, delta, True, self._release_held)
+            delta = mend_delta(capture, delta, True, self._release_held, self._channel.close_lanes)
             if not delta:
                 return
         current = capture.current
@@ -271,7 +271,7 @@ class Pipe:
             return
         capture = self._capture
         if capture.held or not (delta.isascii() or is_clean(delta)):
-            delta = mend_delta(capture, delta, False, self._release_held)
+            delta = mend_delta(capture, delta, False, self._release_held, self._channel.close_lanes)
             if not delta:
                 return
         if capture.current is not None:

@@ -82,14 +82,23 @@ class Holder(Protocol):
     held_reasoning: bool
 
 
-def mend_delta(holder: Holder, delta: str, reasoning: bool, release: Callable[[], None]) -> str:
+def mend_delta(
+    holder: Holder,
+    delta: str,
+    reasoning: bool,
+    release: Callable[[], None],
+    hold: Callable[[], None],
+) -> str:
     """``delta`` as valid Unicode, a trailing high surrogate left waiting on ``holder``.
 
     One that waited in vain with the other kind of delta (``reasoning`` says which this is)
-    goes out first, through ``release``, as U+FFFD.
+    goes out first, through ``release``, as U+FFFD; ``hold`` is called when one is left
+    waiting (the channel then closes its lanes: the next delta must come through the hooks).
     """
     if holder.held and holder.held_reasoning is not reasoning:
         release()
     mended, holder.held = mend(holder.held, delta)
     holder.held_reasoning = reasoning
+    if holder.held:
+        hold()
     return mended
