@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import pairwise
-from types import TracebackType
 from typing import Any, Self, TypedDict, Unpack
 from urllib.parse import unquote
 
@@ -460,23 +459,13 @@ class WireServer:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     async def __aenter__(self) -> Self:
         return self.start()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         # stop() blocks for at most one accept-poll interval plus thread joins
         # that the shutdown has already unblocked, so no worker thread is needed.
         self.stop()
