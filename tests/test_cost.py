@@ -25,9 +25,9 @@ from reasoning_stream import Usage
 from reasoning_stream._capture import PipeResult
 from reasoning_stream.testing import Reply, WireServer
 from tests.helpers import examples
+from tests.telemetry.test_telemetry import _with_usage, wire  # noqa: F401
 
 from .reliability import TARGETS, play, transcript
-from .test_telemetry import _with_usage, wire  # noqa: F401
 
 MILLION = Decimal(1_000_000)
 

@@ -15,7 +15,7 @@ import pytest
 from reasoning_stream import telemetry
 from reasoning_stream.providers import AnthropicPipe, OpenAIChatPipe
 from reasoning_stream.testing import WireServer
-from tests.test_telemetry import install
+from tests.telemetry.test_telemetry import install
 
 BUILD = 0.6  # seconds the client build sleeps
 KEY = "sk-test-key-0123456789"

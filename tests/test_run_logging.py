@@ -13,12 +13,12 @@ from reasoning_stream import Pipeline, ProviderError, ReasoningDelta, TextDelta
 from reasoning_stream._observers import add_run_observer, remove_run_observer
 from reasoning_stream.providers._spec import logger_for
 from reasoning_stream.testing import Reply, ScriptedPipe, WireServer
+from tests.telemetry.test_telemetry import Otel
+from tests.telemetry.test_telemetry import otel as otel
 
 from .reliability import API_KEY, TARGETS, opaque_payloads, play, transcript
 from .test_exhaustion import STACKS, Mode, drive
 from .test_exhaustion import mode as mode
-from .test_telemetry import Otel
-from .test_telemetry import otel as otel
 
 ERROR = "error.type"
 PROMPT = "PROMPT-TEXT-NEVER-LOGGED"

@@ -36,8 +36,7 @@ from reasoning_stream import (
 )
 from reasoning_stream._pipe import PipeResult
 from reasoning_stream.testing import Reply, ScriptedPipe, Transcript, WireServer
-
-from .reliability import (
+from tests.reliability import (
     API_KEY,
     FLAVOURS,
     TARGETS,
@@ -49,7 +48,7 @@ from .reliability import (
     transcript,
     under,
 )
-from .reliability.test_secrets import run_own, unauthorized
+from tests.reliability.test_secrets import run_own, unauthorized
 
 # The conventions' well-known gen_ai.provider.name for each provider pipe (custom values for
 # the two the conventions do not list).
