@@ -21,13 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reasoning_stream import Conversation, ReasoningDelta, ReasoningStream, TextDelta, ToolCall
-from reasoning_stream.hub import Hub, MemoryHub, RedisHub
+from reasoning_stream.hub import Hub, RedisHub
 from reasoning_stream.store import ConversationStore, RedisStore, SQLiteStore
 from reasoning_stream.testing import ScriptedPipe
 from tests.helpers import examples
+from tests.hub.conftest import hub
 from tests.redis_server import redis_cluster_url, redis_url
 
-__all__ = ["redis_cluster_url", "redis_url"]
+__all__ = ["hub", "redis_cluster_url", "redis_url"]
 
 LAW = settings(
     max_examples=examples(60),
@@ -164,18 +165,6 @@ def test_hand_driven_hooks_and_event_callbacks_see_valid_text(
     assert "".join(e.text for e in seen if isinstance(e, ReasoningDelta)) == "".join(segments)
 
 
-@pytest.fixture(params=["memory", "redis", "redis-cluster"])
-def hub(request: pytest.FixtureRequest) -> Iterator[Hub]:
-    if request.param == "memory":
-        yield MemoryHub()
-        return
-    cluster = request.param == "redis-cluster"
-    url = request.getfixturevalue("redis_cluster_url" if cluster else "redis_url")
-    redis_hub = RedisHub(url, cluster=cluster)
-    try:
-        yield redis_hub
-    finally:
-        redis_hub.close()
 
 
 @pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
