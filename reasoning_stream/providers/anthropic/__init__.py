@@ -139,8 +139,7 @@ class AnthropicPipe(ProviderPipe):
             body["thinking"] = dict(self.thinking)
         body = self.with_reasoning(body)
         body.update(self.extra_body)
-        if request.thinking_turned_off(turns):
-            body.pop("thinking", None)
+        request.turn_thinking_off(body, request.thinking_turned_off(turns))
         return body
 
     def _resolved_max_tokens(self) -> int:

@@ -302,9 +302,14 @@ class BedrockPipe(ProviderPipe):
             request = self.with_reasoning(request)
             request.update(self.extra_body)
             fields = request.get("additionalModelRequestFields")
-            if thinking_turned_off(turns) and isinstance(fields, dict):
-                request["additionalModelRequestFields"] = fields = dict(fields)
-                bedrock_request.drop_thinking(fields)
+            off = thinking_turned_off(turns)
+            if off:
+                fields = dict(fields) if isinstance(fields, Mapping) else {}
+                bedrock_request.drop_thinking(fields, off)
+                if fields:
+                    request["additionalModelRequestFields"] = fields
+                else:
+                    request.pop("additionalModelRequestFields", None)
             if isinstance(fields, Mapping) and self._needs_interleaved_beta(
                 fields, request.get("toolConfig")
             ):
@@ -363,8 +368,9 @@ class BedrockPipe(ProviderPipe):
             if limit is not None:
                 body["max_tokens"] = limit
         body.update(self.extra_body)
-        if thinking_turned_off(turns):
-            bedrock_request.drop_thinking(body)
+        off = thinking_turned_off(turns)
+        if off:
+            bedrock_request.drop_thinking(body, off)
         if family == "anthropic" and self._needs_interleaved_beta(body, body.get("tools")):
             body = _with_beta(body)
         return body
