@@ -29,7 +29,15 @@ from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ._policy import PassbackPolicy
 from ._preflight import find_problems, raise_problems, repaired, rules_for
 from ._records import GenerationRecord, TurnRecord, plain_copy
-from ._scope import ScopeTarget, drop_prefix_bound, scope_problems, scope_target
+from ._scope import (
+    ScopeTarget,
+    drop_prefix_bound,
+    merged_problems,
+    scope_problems,
+    scope_target,
+    tool_turn_flags,
+    turn_reasoning,
+)
 
 __all__ = ["Conversation", "RecordingStore", "recording_store"]
 
@@ -328,16 +336,8 @@ class Conversation(Sequence[dict[str, Any]]):
         # to this pipe (another endpoint or account; a prefix-bound block whose prefix changed).
         target = scope_target(pipe)
         turns = self._turns_under(target, policy)
-        scope = scope_problems(
-            pipe,
-            target,
-            policy,
-            self._messages,
-            self._records,
-            turns,
-            self._tool_loop_start(),
-        )
-        return turns, scope
+        history = (self._messages, self._records, turns, self._tool_loop_start())
+        return turns, scope_problems(pipe, target, policy, *history)
 
     def _problems(
         self,
@@ -349,11 +349,8 @@ class Conversation(Sequence[dict[str, Any]]):
         found = rules_for(pipe)
         if found is None:
             return scope
-        named = {problem.index for problem in scope}
         rules = find_problems(found, pipe, self._preflight_turns(turns), policy)
-        # A turn the scope names already says why its state is missing.
-        merged = scope + [problem for problem in rules if problem.index not in named]
-        return sorted(merged, key=lambda problem: problem.index)
+        return merged_problems(scope, rules)
 
     def _repaired(
         self,
@@ -368,7 +365,7 @@ class Conversation(Sequence[dict[str, Any]]):
     def _turns_under(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
         target = pipe if isinstance(pipe, ScopeTarget) else scope_target(pipe)
         loop_start = self._tool_loop_start()
-        tool_turns = self._tool_turns()
+        tool_turns = tool_turn_flags(self._messages)
         turns: list[HistoryTurn] = []
         for index, (message, record) in enumerate(zip(self._messages, self._records, strict=True)):
             visible = plain_copy(strip_inert_keys(message))
@@ -386,37 +383,9 @@ class Conversation(Sequence[dict[str, Any]]):
                     if state.may_go_to(target)
                     and (policy.kinds is None or state.kind in policy.kinds)
                 )
-            reasoning: str | None = None
-            thinking = message.get("thinking")
-            calls = message.get("tool_calls")
-            if policy.gives_reasoning(bool(calls), in_loop, tool_turns[index]):
-                if isinstance(thinking, str) and thinking:
-                    reasoning = thinking
-                elif (
-                    thinking is None
-                    and record.reasoned is False
-                    and (calls or (tool_turns[index] and policy.reasoning == "tool_turns"))
-                ):
-                    # The run reasoned nothing: a tool turn's reasoning is the empty text
-                    # (what some hosts need back on it), not missing.
-                    reasoning = ""
+            reasoning = turn_reasoning(message, record, policy, in_loop, tool_turns[index])
             turns.append(HistoryTurn(visible, states=states, reasoning=reasoning))
         return turns
-
-    def _tool_turns(self) -> list[bool]:
-        # Per message: whether it belongs to a turn (a user message and what answers it, up
-        # to the next user message) in which the assistant called tools.
-        flags = [False] * len(self._messages)
-        start = 0
-        for end in [*(i for i, m in enumerate(self._messages) if _role(m) == "user"), None]:
-            stop = len(self._messages) if end is None else end
-            used = any(
-                _role(m) == "assistant" and m.get("tool_calls") for m in self._messages[start:stop]
-            )
-            for index in range(start, stop):
-                flags[index] = used
-            start = stop
-        return flags
 
     # ----------------------------------------------------------------------- preflight
 
@@ -457,7 +426,7 @@ class Conversation(Sequence[dict[str, Any]]):
 
     def _preflight_turns(self, turns: Sequence[HistoryTurn]) -> list[PreflightTurn]:
         loop_start = self._tool_loop_start()
-        tool_turns = self._tool_turns()
+        tool_turns = tool_turn_flags(self._messages)
         return [
             PreflightTurn(index, turn, self._records[index], index >= loop_start, tool_turns[index])
             for index, turn in enumerate(turns)

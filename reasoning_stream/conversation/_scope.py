@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -34,11 +35,14 @@ __all__ = [
     "ScopeTarget",
     "account_fingerprint",
     "drop_prefix_bound",
+    "merged_problems",
     "prefix_digest",
     "prefix_digests",
     "record_refusal",
     "scope_problems",
     "scope_target",
+    "tool_turn_flags",
+    "turn_reasoning",
 ]
 
 STATE_OTHER_ENDPOINT = "state_other_endpoint"
@@ -314,3 +318,57 @@ def _without(turn: HistoryTurn, drop: Callable[[ReasoningState], bool]) -> Histo
 
 def _listed(indexes: Sequence[int]) -> str:
     return ", ".join(str(index) for index in indexes)
+
+
+def merged_problems(
+    scope: Sequence[PassbackProblem], rules: Sequence[PassbackProblem]
+) -> list[PassbackProblem]:
+    """The scope's problems and the provider's, in message order; a message the scope names
+    already says why its state is missing, so the provider's problem there is left out."""
+    named = {problem.index for problem in scope}
+    merged = [*scope, *(problem for problem in rules if problem.index not in named)]
+    return sorted(merged, key=lambda problem: problem.index)
+
+
+def tool_turn_flags(messages: Sequence[Mapping[str, Any]]) -> list[bool]:
+    """Per message: whether it belongs to a turn (a user message and what answers it, up to
+    the next user message) in which the assistant called tools.
+
+    >>> tool_turn_flags([{"role": "user"}, {"role": "assistant", "tool_calls": [{}]},
+    ...                  {"role": "tool"}, {"role": "assistant"}, {"role": "user"}])
+    [True, True, True, True, False]
+    """
+    flags = [False] * len(messages)
+    users = [index for index, message in enumerate(messages) if message.get("role") == "user"]
+    bounds = [0, *(index for index in users if index > 0), len(messages)]
+    for start, stop in itertools.pairwise(bounds):
+        used = any(
+            message.get("role") == "assistant" and message.get("tool_calls")
+            for message in messages[start:stop]
+        )
+        flags[start:stop] = [bool(used)] * (stop - start)
+    return flags
+
+
+def turn_reasoning(
+    message: Mapping[str, Any],
+    record: Any,
+    policy: PassbackPolicy,
+    in_tool_loop: bool,
+    in_tool_turn: bool,
+) -> str | None:
+    """The readable reasoning an assistant turn its pipe made carries back, or ``None``.
+
+    Its ``thinking`` where the policy gives it back; the empty text for a tool turn whose run
+    reasoned nothing (what some hosts need back on it: not missing, empty).
+    """
+    calls = bool(message.get("tool_calls"))
+    if not policy.gives_reasoning(calls, in_tool_loop, in_tool_turn):
+        return None
+    thinking = message.get("thinking")
+    if isinstance(thinking, str) and thinking:
+        return thinking
+    tool_turn = calls or (in_tool_turn and policy.reasoning == "tool_turns")
+    if thinking is None and record.reasoned is False and tool_turn:
+        return ""
+    return None

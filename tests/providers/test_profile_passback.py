@@ -110,9 +110,10 @@ def test_claude_thinking_by_default_repairs_with_the_documented_off_switch(
     Sonnet 5 and 5.5 think by default too (issue 23).
     """
     conversation = written_loop()
-    with WireServer("anthropic_tool_answer") as server, claude(
-        server, model, reasoning=reasoning
-    ) as pipe:
+    with (
+        WireServer("anthropic_tool_answer") as server,
+        claude(server, model, reasoning=reasoning) as pipe,
+    ):
         assert codes(conversation, pipe) == [(1, "thinking_missing")]
         with pytest.raises(UsageError, match="thinking_missing"):
             conversation.run(pipe)
@@ -136,7 +137,7 @@ def test_claude_that_always_thinks_cannot_be_repaired(model: str) -> None:
     conversation = written_loop()
     with WireServer("anthropic_tool_answer") as server, claude(server, model) as pipe:
         assert codes(conversation, pipe) == [(1, "thinking_missing")]
-        with pytest.raises(UsageError, match="repair=True cannot fix.*thinking_missing"):
+        with pytest.raises(UsageError, match=r"repair=True cannot fix.*thinking_missing"):
             conversation.run(pipe, repair=True)
     assert not server.requests
 
@@ -151,9 +152,10 @@ def test_bedrock_claude_thinking_by_default_repairs_with_the_off_switch(reasonin
     """
     conversation = written_loop()
     model = "us.anthropic.claude-opus-5-v1:0"
-    with WireServer("bedrock_converse_plain") as server, bedrock(
-        server, model, reasoning=reasoning
-    ) as pipe:
+    with (
+        WireServer("bedrock_converse_plain") as server,
+        bedrock(server, model, reasoning=reasoning) as pipe,
+    ):
         assert codes(conversation, pipe) == [(1, "thinking_missing")]
         with pytest.warns(UserWarning, match="disabled"):
             conversation.run(pipe, repair=True)
@@ -164,9 +166,10 @@ def test_bedrock_claude_thinking_by_default_repairs_with_the_off_switch(reasonin
 
 def test_bedrock_claude_that_always_thinks_cannot_be_repaired() -> None:
     conversation = written_loop()
-    with WireServer("bedrock_converse_plain") as server, bedrock(
-        server, "global.anthropic.claude-opus-5-5-v1:0"
-    ) as pipe:
+    with (
+        WireServer("bedrock_converse_plain") as server,
+        bedrock(server, "global.anthropic.claude-opus-5-5-v1:0") as pipe,
+    ):
         assert codes(conversation, pipe) == [(1, "thinking_missing")]
         with pytest.raises(UsageError, match="repair=True cannot fix"):
             conversation.run(pipe, repair=True)
