@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._endpoints import endpoint_of, same_endpoint
+from .._endpoints import canonical_endpoint, endpoint_of, same_endpoint
 from .._events import PREFIX_KEY, ReasoningState
 from .._turns import HistoryTurn, PassbackProblem
 from ..profiles import ModelProfile
@@ -256,8 +256,6 @@ def scope_problems(
 
 def _shown(endpoint: str) -> str:
     # An endpoint as an error may show it: no user info, query or fragment.
-    from .._endpoints import canonical_endpoint
-
     return canonical_endpoint(endpoint) if "://" in endpoint else endpoint
 
 

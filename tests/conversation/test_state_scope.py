@@ -177,3 +177,30 @@ def test_law_endpoints_compare_without_case_default_port_or_trailing_slash(
     assert not same_endpoint(base, f"{scheme}://{host}{path}/elsewhere")
     state = ReasoningState("p", "m", "signature", "s", endpoint=written)
     assert state.may_go_to(Target("p", "m", base))
+
+
+def test_the_endpoint_problem_names_no_credentials() -> None:
+    """A state left out for another endpoint is named with both endpoints, without the user
+    info (a password in a proxy URL) or query either may hold."""
+    from reasoning_stream.conversation import PassbackPolicy
+
+    made_at = "https://user:hunter22@proxy-a.example.com/v1?key=sekrit"
+    state = ReasoningState("acme", "m", "signature", "sig", endpoint=made_at)
+    record = TurnRecord("acme", "m", made_at, states=(state,))
+    data = Conversation().add_user("Hi").to_json()
+    data["messages"].append({"role": "assistant", "content": "Hello"})
+    data["records"].append(record.to_json())
+    conversation = Conversation.from_json(data).add_user("Again")
+
+    @dataclass(frozen=True)
+    class Keeping(Target):
+        passback: PassbackPolicy | None = None
+
+    elsewhere = "https://admin:pw-9999@proxy-b.example.com"
+    pipe = Keeping("acme", "m", elsewhere, PassbackPolicy(states="always"))
+    [problem] = conversation.preflight(pipe)
+    assert (problem.index, problem.code) == (1, "state_other_endpoint")
+    assert "proxy-a.example.com/v1" in problem.message
+    assert "proxy-b.example.com" in problem.message
+    for secret in ("hunter22", "sekrit", "pw-9999", "user:", "admin"):
+        assert secret not in problem.message
