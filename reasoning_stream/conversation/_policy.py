@@ -103,13 +103,17 @@ class PassbackPolicy:
 
     @classmethod
     def for_provider(
-        cls, provider: str | None, model: str | None = None, base_url: str | None = None
+        cls,
+        provider: str | None,
+        model: str | None = None,
+        base_url: str | None = None,
+        profile: ModelProfile | None = None,
     ) -> PassbackPolicy:
         """The documented needs of ``model`` on a provider API, by the pipe's ``provider`` id.
 
-        The model's profile says what goes back (``profiles.lookup``: its ``passback`` and
-        ``passback_details``); the provider's spec says how its wire carries it. An unknown
-        provider gets nothing back.
+        The model's profile (``profile``, else ``profiles.lookup`` at ``base_url``) says what
+        goes back: its ``passback`` and ``passback_details``; the provider's spec says how its
+        wire carries it. An unknown provider gets nothing back.
 
         >>> PassbackPolicy.for_provider("no-such-provider")
         PassbackPolicy(states='never', reasoning='never', kinds=None)
@@ -120,7 +124,8 @@ class PassbackPolicy:
         found = spec(provider)
         if found is None:
             return cls()
-        profile = lookup(found.id, model or "", base_url, warn=False)
+        if profile is None:
+            profile = lookup(found.id, model or "", base_url, warn=False)
         return cls.of(found.passback(profile))
 
     @classmethod
@@ -140,7 +145,13 @@ class PassbackPolicy:
                 f"got {type(chosen).__name__}"
             )
         model = getattr(pipe, "model_id", None) or getattr(pipe, "model", None)
-        policy = cls.for_provider(getattr(pipe, "provider", None), model, endpoint_of(pipe))
+        own = getattr(pipe, "profile", None)
+        policy = cls.for_provider(
+            getattr(pipe, "provider", None),
+            model,
+            endpoint_of(pipe),
+            own if isinstance(own, ModelProfile) else None,
+        )
         send = getattr(pipe, "send_reasoning_back", None)
         if isinstance(send, bool):
             policy = cls(policy.states, "always" if send else "never", policy.kinds)
