@@ -51,6 +51,33 @@ def claude_version(model: str) -> tuple[int, int] | None:
     return int(match["major"]), int(match["minor"] or 0)
 
 
+def keeps_earlier_thinking(model: str) -> bool:
+    """Whether a Claude model keeps thinking blocks of earlier turns in its context.
+
+    Opus 4.5 and later, Sonnet 4.6 and later, every 5.x model, Mythos and Fable use the
+    thinking blocks sent back from earlier turns (preserved thinking); older models drop
+    them once a user turn follows, so only the current tool loop needs them.
+
+    >>> keeps_earlier_thinking("claude-opus-4-5"), keeps_earlier_thinking("claude-sonnet-4-5")
+    (True, False)
+    """
+    name = model.lower()
+    match = _CLAUDE_VERSION.search(name)
+    if match is None:
+        return any(known in name for known in _ADAPTIVE_ONLY_NAMES)
+    family = {match["name"], match["after"]}
+    if family & _ADAPTIVE_ONLY_NAMES:
+        return True
+    version = (int(match["major"]), int(match["minor"] or 0))
+    if version >= (5, 0):
+        return True
+    if "opus" in family:
+        return version >= (4, 5)
+    if "sonnet" in family:
+        return version >= (4, 6)
+    return False
+
+
 def claude_style(model: str) -> ClaudeStyle:
     """Which thinking API a Claude model id takes, from the version in its name.
 
