@@ -142,24 +142,26 @@ def test_claude_that_always_thinks_cannot_be_repaired(model: str) -> None:
     assert not server.requests
 
 
+@pytest.mark.parametrize("api", ["converse", "invoke"])
 @pytest.mark.parametrize("reasoning", [None, "high"])
-def test_bedrock_claude_thinking_by_default_repairs_with_the_off_switch(reasoning: Any) -> None:
-    """Claude on Bedrock (Converse) follows the same rules: the off switch goes in
-    ``additionalModelRequestFields``, without an effort.
+def test_bedrock_claude_thinking_by_default_repairs_with_the_off_switch(
+    reasoning: Any, api: str
+) -> None:
+    """Claude on Bedrock follows the same rules: the off switch goes in Converse's
+    ``additionalModelRequestFields`` (or at the top of the Invoke body), without an effort.
 
     Docs: https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-extended-thinking.html
     and the Anthropic pages above.
     """
     conversation = written_loop()
     model = "us.anthropic.claude-opus-5-v1:0"
-    with (
-        WireServer("bedrock_converse_plain") as server,
-        bedrock(server, model, reasoning=reasoning) as pipe,
-    ):
+    reply = "bedrock_converse_plain" if api == "converse" else "bedrock_invoke_anthropic_thinking"
+    with WireServer(reply) as server, bedrock(server, model, reasoning=reasoning, api=api) as pipe:
         assert codes(conversation, pipe) == [(1, "thinking_missing")]
         with pytest.warns(UserWarning, match="disabled"):
             conversation.run(pipe, repair=True)
-    fields = server.requests[0].json()["additionalModelRequestFields"]
+    body = server.requests[0].json()
+    fields = body["additionalModelRequestFields"] if api == "converse" else body
     assert fields["thinking"] == {"type": "disabled"}
     assert "effort" not in fields.get("output_config", {})
 
