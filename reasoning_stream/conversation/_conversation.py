@@ -27,7 +27,15 @@ from .._exceptions import UsageError
 from .._messages import INERT_MESSAGE_KEYS, strip_inert_keys
 from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ._policy import PassbackPolicy
-from ._preflight import find_problems, raise_problems, repaired, rules_for
+from ._preflight import (
+    envelope_problems,
+    find_problems,
+    note_envelopes,
+    raise_problems,
+    repaired,
+    rules_for,
+    with_envelopes,
+)
 from ._records import GenerationRecord, TurnRecord, plain_copy
 
 __all__ = ["Conversation", "RecordingStore", "recording_store"]
@@ -308,6 +316,7 @@ class Conversation(Sequence[dict[str, Any]]):
         turns = self._turns_under(pipe, policy)
         if not self._repair:
             return turns
+        note_envelopes(envelope_problems(self._records))
         return repaired(pipe, turns, self._preflight_turns(turns), policy)
 
     def checked_turns(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
@@ -316,12 +325,12 @@ class Conversation(Sequence[dict[str, Any]]):
         conversation from :meth:`with_repair` repairs instead)."""
         turns = self._turns_under(pipe, policy)
         found = rules_for(pipe)
-        if found is None:
-            return turns
         checked = self._preflight_turns(turns)
         if self._repair:
-            return repaired(pipe, turns, checked, policy)
-        raise_problems(find_problems(found, pipe, checked, policy))
+            note_envelopes(envelope_problems(self._records))
+            return turns if found is None else repaired(pipe, turns, checked, policy)
+        problems = [] if found is None else find_problems(found, pipe, checked, policy)
+        raise_problems(with_envelopes(problems, self._records))
         return turns
 
     def _turns_under(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
@@ -363,14 +372,15 @@ class Conversation(Sequence[dict[str, Any]]):
 
         Nothing is called. Each :class:`PassbackProblem` names the message index, a code and
         what to do; an empty list means nothing known to be rejected. The provider's spec
-        holds the rules (its ``preflight``); a pipe of an unknown provider gets ``[]``.
+        holds the rules (its ``preflight``). A turn rebuilt from a client's history whose
+        sealed envelope did not open is ``envelope_invalid`` for every pipe.
         """
         found = rules_for(pipe)
         if found is None:
-            return []
+            return envelope_problems(self._records)
         policy = PassbackPolicy.for_pipe(pipe)
         turns = self._preflight_turns(self._turns_under(pipe, policy))
-        return find_problems(found, pipe, turns, policy)
+        return with_envelopes(find_problems(found, pipe, turns, policy), self._records)
 
     def check_passback(self, pipe: object) -> None:
         """Raise ``UsageError`` naming the :meth:`preflight` problems, if there are any.
@@ -501,6 +511,33 @@ class Conversation(Sequence[dict[str, Any]]):
         if not 0 <= position < size:
             raise IndexError(f"message index {index} out of range for {size} messages")
         return position
+
+    # --------------------------------------------------------------- client-held history
+
+    @classmethod
+    def from_ag_ui(cls, messages: Iterable[Any], *, seal_keys: Any = None) -> Conversation:
+        """Rebuild the history an AG-UI client sent back (dicts in camelCase or ``ag_ui.core``
+        models): each assistant turn gets the record its sealed envelope holds, so its opaque
+        state goes back byte for byte. A turn whose envelope was altered, sealed with a key
+        not in ``seal_keys`` (``[key, *older]``) or is missing stays plain text, and
+        :meth:`preflight` names it ``envelope_invalid``."""
+        from ._client_history import from_ag_ui_messages
+
+        return cls._rebuilt(from_ag_ui_messages(messages, seal_keys))
+
+    @classmethod
+    def from_ui_messages(cls, messages: Iterable[Any], *, seal_keys: Any = None) -> Conversation:
+        """:meth:`from_ag_ui` for the AI SDK's UI messages (``useChat``'s ``messages``)."""
+        from ._client_history import from_ui_messages
+
+        return cls._rebuilt(from_ui_messages(messages, seal_keys))
+
+    @classmethod
+    def _rebuilt(cls, pairs: Iterable[tuple[dict[str, Any], TurnRecord | None]]) -> Conversation:
+        conversation = cls()
+        for message, record in pairs:
+            conversation._append(plain_copy(message), record)
+        return conversation
 
     # --------------------------------------------------------------------- persistence
 
