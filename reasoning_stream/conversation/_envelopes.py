@@ -81,9 +81,8 @@ def _key_bytes(key: object, position: int) -> bytes:
     elif isinstance(key, str):
         text = key.strip()
         try:
-            raw = base64.urlsafe_b64decode(
-                text.replace("+", "-").replace("/", "_") + "=" * (-len(text) % 4)
-            )
+            standard = text.replace("-", "+").replace("_", "/").rstrip("=")
+            raw = base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
         except (binascii.Error, ValueError):
             raise UsageError(
                 f"seal_keys[{position}] is a str that is not base64; a key is 32 random bytes, "
@@ -91,7 +90,7 @@ def _key_bytes(key: object, position: int) -> bytes:
             ) from None
     else:
         raise UsageError(
-            f"seal_keys[{position}] is a {type(key).__name__}; a key is 32 random bytes "
+            f"seal_keys[{position}] is of type {type(key).__name__}; a key is 32 random bytes "
             "(secrets.token_bytes(32)) or their base64 text"
         )
     if len(raw) != _KEY_BYTES:

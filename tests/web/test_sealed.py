@@ -10,12 +10,10 @@ expected blocks are accumulated from the transcript here, not by the pipe.
 
 from __future__ import annotations
 
-import base64
 import json
 import secrets
 import subprocess
 import uuid
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,11 +23,13 @@ import pytest
 from ag_ui.core import Message as AGUIMessage
 from pydantic import TypeAdapter
 
+from reasoning_stream import UsageError
 from reasoning_stream.conversation import Conversation
 from reasoning_stream.hub import Hub, MemoryHub
 from reasoning_stream.providers import AnthropicPipe
 from reasoning_stream.testing._wire import Transcript, WireServer
 from reasoning_stream.web import create_app
+from tests.conversation.test_envelopes import assert_unreadable
 from tests.web.conftest import JS_DIR, serve
 from tests.web.sse import get, parse
 
@@ -79,29 +79,6 @@ def anthropic_blocks(name: str) -> list[dict[str, Any]]:
             elif delta["type"] == "signature_delta":
                 block["signature"] = delta["signature"]
     return [blocks[index] for index in sorted(blocks)]
-
-
-def readable_copies(secret: str) -> list[bytes]:
-    """A secret as it would show if anything leaked it: plain, base64, hex, compressed."""
-    raw = secret.encode()
-    copies = [raw, base64.b64encode(raw), base64.urlsafe_b64encode(raw), raw.hex().encode()]
-    copies += [base64.b64encode(raw).rstrip(b"="), zlib.compress(raw), zlib.compress(raw, 9)]
-    return copies
-
-
-def assert_unreadable(secret: str, *texts: str) -> None:
-    """No copy of ``secret`` is in ``texts``, nor in any base64 run they hold decoded."""
-    for text in texts:
-        blobs = [text.encode()]
-        for word in text.replace('"', " ").replace(".", " ").split():
-            padded = word + "=" * (-len(word) % 4)
-            for decode in (base64.urlsafe_b64decode, base64.b64decode):
-                try:
-                    blobs.append(decode(padded))
-                except ValueError:
-                    pass
-        for copy in readable_copies(secret):
-            assert not any(copy in blob for blob in blobs), secret[:20]
 
 
 @pytest.fixture
@@ -221,3 +198,38 @@ def test_an_app_without_keys_serves_no_envelope(hub: Hub, wire: WireServer) -> N
         for protocol in ("ag-ui", "vercel-ui", "channel"):
             served = get(f"{url}/streams/{stream_id}?protocol={protocol}").text
             assert "rs1." not in served and "REASONING_ENCRYPTED" not in served
+
+
+def test_a_tampered_envelope_stops_the_follow_up_before_any_request_unless_repaired(
+    hub: Hub, base: str, wire: WireServer, js: Path
+) -> None:
+    stream_id, pipe, client = first_turn(hub, wire)
+    served = get(f"{base}/streams/{stream_id}?protocol=ag-ui").text
+    user = {"id": "user-1", "role": "user", "content": "Weather in Paris?"}
+    kept = node(js / "run_ag_ui_client.mjs", [user], served)["messages"]
+    for message in kept:
+        if message.get("encryptedValue"):
+            envelope = message["encryptedValue"]
+            flipped = "A" if envelope[-5] != "A" else "B"
+            message["encryptedValue"] = envelope[:-5] + flipped + envelope[-4:]
+    calls = [call for m in kept for call in m.get("toolCalls", ())]
+    tools = [
+        {"id": f"tool-{n}", "role": "tool", "toolCallId": call["id"], "content": RESULT}
+        for n, call in enumerate(calls)
+    ]
+    with client:
+        conversation = Conversation.from_ag_ui([*kept, *tools], seal_keys=[KEY])
+        codes = [problem.code for problem in conversation.preflight(pipe)]
+        assert "envelope_invalid" in codes
+        with pytest.raises(UsageError, match="envelope_invalid"):
+            conversation.run(pipe)
+        assert len(wire.requests) == 1  # refused before any request
+        with pytest.warns(UserWarning) as caught:
+            conversation.run(pipe, repair=True)
+    notes = " | ".join(str(warning.message) for warning in caught)
+    assert "without a valid sealed envelope" in notes and "thinking off" in notes
+    sent = wire.requests[1].json()
+    assert "thinking" not in sent  # the provider's own repair: the loop goes without thinking
+    raw = wire.requests[1].body.decode()
+    thinking0, redacted, _text, _thinking3, _tool_use = anthropic_blocks(FIRST)
+    assert thinking0["signature"] not in raw and redacted["data"] not in raw
