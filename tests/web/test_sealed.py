@@ -27,6 +27,7 @@ from reasoning_stream import UsageError
 from reasoning_stream.conversation import Conversation
 from reasoning_stream.hub import Hub, MemoryHub
 from reasoning_stream.providers import AnthropicPipe
+from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.testing._wire import Transcript, WireServer
 from reasoning_stream.web import create_app
 from tests.conversation.test_envelopes import assert_unreadable
@@ -233,3 +234,22 @@ def test_a_tampered_envelope_stops_the_follow_up_before_any_request_unless_repai
     raw = wire.requests[1].body.decode()
     thinking0, redacted, _text, _thinking3, _tool_use = anthropic_blocks(FIRST)
     assert thinking0["signature"] not in raw and redacted["data"] not in raw
+
+
+def test_an_envelope_sealed_with_a_key_the_app_lacks_is_served_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Misconfigured keys show at once in the log, not weeks later as envelope_invalid."""
+    other = secrets.token_bytes(32)
+    hub = MemoryHub(seal_keys=[other])
+    hub.run("elsewhere", ScriptedPipe(["hi"]), "go")
+    app = create_app(hub, timeout=2, seal_keys=[KEY])
+    with serve(app) as url, caplog.at_level("WARNING", logger="reasoning_stream.web"):
+        served = get(f"{url}/streams/elsewhere?protocol=ag-ui").text
+    assert "REASONING_ENCRYPTED_VALUE" in served
+    assert any("do not hold" in record.getMessage() for record in caplog.records)
+    caplog.clear()
+    app = create_app(hub, timeout=2, seal_keys=[KEY, other])
+    with serve(app) as url, caplog.at_level("WARNING", logger="reasoning_stream.web"):
+        get(f"{url}/streams/elsewhere?protocol=vercel-ui")
+    assert not any("do not hold" in record.getMessage() for record in caplog.records)

@@ -242,3 +242,19 @@ def test_ag_ui_system_developer_tool_and_activity_messages() -> None:
         {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
         {"role": "tool", "tool_call_id": "c", "content": "done"},
     ]
+
+
+def test_an_app_whose_hub_cannot_seal_is_refused(redis_url: str) -> None:
+    """Keys on the app but not on a hub that runs pipes: no envelope would ever be served."""
+    from reasoning_stream.hub import RedisHub
+    from reasoning_stream.testing import ScriptedPipe as Pipe
+    from reasoning_stream.web import create_app
+
+    with pytest.raises(UsageError, match=r"MemoryHub\(seal_keys=\.\.\.\)"):
+        create_app(MemoryHub(), seal_keys=[KEY])
+    with RedisHub(redis_url) as hub:
+        create_app(hub, seal_keys=[KEY])  # a reader of writers that hold the keys
+        with pytest.raises(UsageError, match="this hub has no keys"):
+            create_app(hub, seal_keys=[KEY], start=lambda prompt: Pipe(["x"]))
+    with pytest.raises(UsageError, match="32"):
+        create_app(MemoryHub(seal_keys=[KEY]), seal_keys=[b"short"])
