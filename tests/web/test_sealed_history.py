@@ -28,6 +28,7 @@ from reasoning_stream.hub import MemoryHub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.testing.strategies import event_scripts
 from reasoning_stream.web import translator_for
+from tests.conversation.test_envelopes import assert_unreadable
 from tests.helpers import examples
 
 KEY = secrets.token_bytes(32)
@@ -36,20 +37,29 @@ AGUI = TypeAdapter(AGUIEvent)
 MESSAGES = TypeAdapter(list[AGUIMessage])
 
 
-def opaque(n: int) -> OpaqueState:
-    return OpaqueState(
-        ReasoningState("scripted", "scripted", "signature", f"sig-{n}-" + "x" * n, block=n)
-    )
+def opaque(n: int, payload: str | bytes | None = None) -> OpaqueState:
+    payload = f"sig-{n}-" + "x" * n if payload is None else payload
+    return OpaqueState(ReasoningState("scripted", "scripted", "signature", payload, block=n))
 
 
+# Random signatures: bytes with some variety (a run of one byte could be anyone's text).
+signatures = st.binary(min_size=16, max_size=48).filter(lambda raw: len(set(raw)) > 8)
 scripts = st.lists(
     st.one_of(
         event_scripts(max_size=6),
         st.builds(lambda n: [ToolCall(f"call_{n}", "lookup", '{"q":1}')], st.integers(0, 9)),
-        st.builds(lambda n: [opaque(n)], st.integers(0, 9)),
+        st.builds(lambda n, raw: [opaque(n, raw)], st.integers(0, 9), signatures),
     ),
     max_size=5,
 ).map(lambda parts: [event for part in parts for event in part])
+
+
+def assert_no_signature_readable(script: list[Any], events: list[dict[str, Any]]) -> None:
+    """No random signature of the run shows, in any encoding, in what the browser got."""
+    text = json.dumps(events, ensure_ascii=False)
+    for item in script:
+        if isinstance(item, OpaqueState):
+            assert_unreadable(item.state.payload, text)
 
 
 def served(script: list[Any], protocol: str) -> tuple[list[dict[str, Any]], PipeResult]:
@@ -141,6 +151,7 @@ def expected(result: PipeResult) -> tuple[list[dict[str, Any]], TurnRecord | Non
 @given(scripts)
 def test_ag_ui_history_rebuilds_what_the_run_recorded(script: list[Any]) -> None:
     events, result = served(script, "ag-ui")
+    assert_no_signature_readable(script, events)
     for event in events:
         AGUI.validate_python(event)
     messages: list[dict[str, Any]] = [{"id": "u", "role": "user", "content": "go"}]
@@ -157,6 +168,7 @@ def test_ag_ui_history_rebuilds_what_the_run_recorded(script: list[Any]) -> None
 @given(scripts)
 def test_ui_messages_rebuild_what_the_run_recorded(script: list[Any]) -> None:
     chunks, result = served(script, "vercel-ui")
+    assert_no_signature_readable(script, chunks)
     history = [
         {"id": "u", "role": "user", "parts": [{"type": "text", "text": "go"}]},
         {"id": "a", "role": "assistant", "parts": ui_client(chunks)},
