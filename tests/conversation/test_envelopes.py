@@ -16,6 +16,7 @@ import json
 import os
 import re
 import secrets
+import sys
 import zlib
 from typing import Any
 
@@ -307,3 +308,11 @@ def conversation_policy(pipe: object) -> Any:
     from reasoning_stream.conversation import PassbackPolicy
 
     return PassbackPolicy.for_pipe(pipe)
+
+
+def test_without_cryptography_the_error_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers.aead", None)
+    with pytest.raises(ImportError, match=re.escape("pip install 'reasoning-stream[envelopes]'")):
+        SealKeys([NEW])
