@@ -143,7 +143,7 @@ class _PartsTranslator:
             if self._text is not None and event.source != self._text_source:
                 self._close_text(out)
             if self._text is None:
-                self._text = self._last_message = f"text-{entry.id}"
+                self._text = self._last_message = self._part_id("text", entry.id)
                 self._text_source = event.source
                 out.append(self._text_start(self._text))
             if event.text:
@@ -166,7 +166,7 @@ class _PartsTranslator:
         return events
 
     def _open_reasoning(self, out: list[dict[str, Any]], entry_id: str) -> str:
-        self._reasoning = self._last_message = part = f"reasoning-{entry_id}"
+        self._reasoning = self._last_message = part = self._part_id("reasoning", entry_id)
         out += self._reasoning_start(part)
         return part
 
@@ -181,6 +181,11 @@ class _PartsTranslator:
             self._text = None
 
     # The wire, per protocol.
+
+    def _part_id(self, kind: str, entry_id: str) -> str:
+        """The id of a part opened by entry ``entry_id``: ``<kind>-<entry id>``."""
+        return f"{kind}-{entry_id}"
+
     _after_end: tuple[str, ...] = ()
     """Raw ``data`` of the events after the ending one (``[DONE]``)."""
 
@@ -235,7 +240,9 @@ class AGUITranslator(_PartsTranslator):
       hub's sentence saying so.
 
     ``result`` also holds ``finishReason`` when the provider gave one; token usage, when
-    reported, is in ``usage``. No content event ever has an empty ``delta``.
+    reported, is in ``usage``. No content event ever has an empty ``delta``. Message ids are
+    ``<stream id>/reasoning-<entry id>`` and ``<stream id>/text-<entry id>``: a client keeps
+    the messages of all its runs in one list, so they must not repeat from run to run.
 
     With envelopes (``create_app(seal_keys=...)``), the ending is preceded by
     ``REASONING_ENCRYPTED_VALUE`` (``subtype: "message"``) whose ``entityId`` is the last
@@ -243,6 +250,11 @@ class AGUITranslator(_PartsTranslator):
     message ``@ag-ui/client`` makes for a tool call outside text), so the client stores the
     run's sealed envelope as that message's ``encryptedValue`` and sends it back.
     """
+
+    def _part_id(self, kind: str, entry_id: str) -> str:
+        # A client keeps every run's messages in one list, found by id: ids unique to the
+        # stream keep a second run's messages from landing in the first's.
+        return f"{self._stream_id}/{kind}-{entry_id}"
 
     def _sealed(self, part: str, envelope: str) -> list[dict[str, Any]]:
         if self._last_message is None:  # the run made no message to keep it on

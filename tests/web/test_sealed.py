@@ -23,8 +23,14 @@ import pytest
 from ag_ui.core import Message as AGUIMessage
 from pydantic import TypeAdapter
 
-from reasoning_stream import UsageError
-from reasoning_stream.conversation import Conversation
+from reasoning_stream import (
+    OpaqueState,
+    ReasoningDelta,
+    ReasoningState,
+    TextDelta,
+    UsageError,
+)
+from reasoning_stream.conversation import Conversation, TurnRecord
 from reasoning_stream.hub import Hub, MemoryHub
 from reasoning_stream.providers import AnthropicPipe
 from reasoning_stream.testing import ScriptedPipe
@@ -253,3 +259,30 @@ def test_an_envelope_sealed_with_a_key_the_app_lacks_is_served_with_a_warning(
     with serve(app) as url, caplog.at_level("WARNING", logger="reasoning_stream.web"):
         get(f"{url}/streams/elsewhere?protocol=vercel-ui")
     assert not any("do not hold" in record.getMessage() for record in caplog.records)
+
+
+def test_two_runs_kept_by_the_ag_ui_client_stay_two_turns_with_their_own_envelopes(
+    hub: Hub, base: str, js: Path
+) -> None:
+    """Message ids are unique across runs: the second run's reasoning never lands in the
+    first run's message, and each envelope stays on its own turn."""
+    kept: list[dict[str, Any]] = []
+    results = []
+    for n, (thought, answer) in enumerate([("first thoughts", "One."), ("more thoughts", "Two.")]):
+        signature = ReasoningState("scripted", "scripted", "signature", f"sig-{n}", block=0)
+        pipe = ScriptedPipe([ReasoningDelta(thought), OpaqueState(signature), TextDelta(answer)])
+        stream_id = f"turn-{n}-{uuid.uuid4().hex}"
+        results.append(hub.run(stream_id, pipe, "go"))
+        served = get(f"{base}/streams/{stream_id}?protocol=ag-ui").text
+        user = {"id": f"user-{n}", "role": "user", "content": f"question {n}"}
+        kept = node(js / "run_ag_ui_client.mjs", [*kept, user], served)["messages"]
+    conversation = Conversation.from_ag_ui(MESSAGES.validate_python(kept), seal_keys=[KEY])
+    assert conversation.messages == [
+        {"role": "user", "content": "question 0"},
+        {"role": "assistant", "content": "One.", "thinking": "first thoughts"},
+        {"role": "user", "content": "question 1"},
+        {"role": "assistant", "content": "Two.", "thinking": "more thoughts"},
+    ]
+    assert [conversation.record(1), conversation.record(3)] == [
+        TurnRecord.from_result(result) for result in results
+    ]
