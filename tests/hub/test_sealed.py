@@ -161,3 +161,14 @@ def test_an_app_in_another_process_serves_envelopes_it_could_not_have_made(
     record = conversation.record(1)
     assert record is not None and record.envelope_problem is None
     assert [state.payload for state in record.states] == [written["signature"]]
+
+
+def test_a_pipeline_seals_the_record_of_its_last_pipe() -> None:
+    """The answer a client keeps is the last pipe's: so is the turn the envelope holds."""
+    hub = MemoryHub(seal_keys=[KEY])
+    first = ScriptedPipe(signed("sig-first"), name="first")
+    second = ScriptedPipe(lambda prompt: signed("sig-second"), name="second")
+    result = hub.run("pipeline", first | second, "go")
+    final = hub.read("pipeline")[-1]
+    assert final.envelope is not None
+    assert SealKeys([KEY]).open(final.envelope) == TurnRecord.from_result(result.results[-1])
