@@ -27,7 +27,15 @@ from .._exceptions import UsageError
 from .._messages import INERT_MESSAGE_KEYS, strip_inert_keys
 from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ._policy import PassbackPolicy
-from ._preflight import find_problems, raise_problems, repaired, rules_for
+from ._preflight import (
+    envelope_problems,
+    find_problems,
+    note_envelopes,
+    raise_problems,
+    repaired,
+    rules_for,
+    with_envelopes,
+)
 from ._records import GenerationRecord, TurnRecord, plain_copy
 from ._scope import (
     ScopeTarget,
@@ -317,6 +325,7 @@ class Conversation(Sequence[dict[str, Any]]):
         turns, scope = self._request(pipe, policy)
         if not self._repair:
             return turns
+        note_envelopes(envelope_problems(self._records))
         return self._repaired(pipe, turns, scope, policy)
 
     def checked_turns(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
@@ -325,8 +334,9 @@ class Conversation(Sequence[dict[str, Any]]):
         conversation from :meth:`with_repair` repairs instead)."""
         turns, scope = self._request(pipe, policy)
         if self._repair:
+            note_envelopes(envelope_problems(self._records))
             return self._repaired(pipe, turns, scope, policy)
-        raise_problems(self._problems(pipe, turns, scope, policy))
+        raise_problems(with_envelopes(self._problems(pipe, turns, scope, policy), self._records))
         return turns
 
     def _request(
@@ -398,11 +408,13 @@ class Conversation(Sequence[dict[str, Any]]):
         Whatever the provider, state the policy would send that cannot go to this pipe is
         named too: ``state_other_endpoint`` (made at another endpoint), ``state_other_account``
         (bound to another account), ``thinking_prefix_changed`` (bound to a request prefix
-        that changed since; the index is the first such message).
+        that changed since; the index is the first such message). A turn rebuilt from a
+        client's history whose sealed envelope did not open is ``envelope_invalid`` for every
+        pipe.
         """
         policy = PassbackPolicy.for_pipe(pipe)
         turns, scope = self._request(pipe, policy)
-        return self._problems(pipe, turns, scope, policy)
+        return with_envelopes(self._problems(pipe, turns, scope, policy), self._records)
 
     def check_passback(self, pipe: object) -> None:
         """Raise ``UsageError`` naming the :meth:`preflight` problems, if there are any.
@@ -534,6 +546,33 @@ class Conversation(Sequence[dict[str, Any]]):
         if not 0 <= position < size:
             raise IndexError(f"message index {index} out of range for {size} messages")
         return position
+
+    # --------------------------------------------------------------- client-held history
+
+    @classmethod
+    def from_ag_ui(cls, messages: Iterable[Any], *, seal_keys: Any = None) -> Conversation:
+        """Rebuild the history an AG-UI client sent back (dicts in camelCase or ``ag_ui.core``
+        models): each assistant turn gets the record its sealed envelope holds, so its opaque
+        state goes back byte for byte. A turn whose envelope was altered, sealed with a key
+        not in ``seal_keys`` (``[key, *older]``) or is missing stays plain text, and
+        :meth:`preflight` names it ``envelope_invalid``."""
+        from ._client_history import from_ag_ui_messages
+
+        return cls._rebuilt(from_ag_ui_messages(messages, seal_keys))
+
+    @classmethod
+    def from_ui_messages(cls, messages: Iterable[Any], *, seal_keys: Any = None) -> Conversation:
+        """:meth:`from_ag_ui` for the AI SDK's UI messages (``useChat``'s ``messages``)."""
+        from ._client_history import from_ui_messages
+
+        return cls._rebuilt(from_ui_messages(messages, seal_keys))
+
+    @classmethod
+    def _rebuilt(cls, pairs: Iterable[tuple[dict[str, Any], TurnRecord | None]]) -> Conversation:
+        conversation = cls()
+        for message, record in pairs:
+            conversation._append(plain_copy(message), record)
+        return conversation
 
     # --------------------------------------------------------------------- persistence
 

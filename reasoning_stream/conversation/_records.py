@@ -43,7 +43,9 @@ class TurnRecord:
     bindings existed load as they were. ``reasoned`` says
     whether the run produced readable reasoning (``None``: not known, a record written before
     the field existed), so a tool-call turn that truly reasoned nothing can be told from one
-    whose reasoning was edited away.
+    whose reasoning was edited away. ``envelope_problem`` is set on a turn rebuilt from a
+    client's history whose sealed envelope did not open (tampered, foreign key, missing): why,
+    in words; preflight reports it as ``envelope_invalid`` and the turn goes back as plain text.
     """
 
     provider: str | None
@@ -54,6 +56,7 @@ class TurnRecord:
     status: Status = "completed"
     finish_reason: str | None = None
     reasoned: bool | None = None
+    envelope_problem: str | None = None
 
     @classmethod
     def from_result(cls, result: PipeResult) -> TurnRecord:
@@ -78,7 +81,7 @@ class TurnRecord:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (bytes payloads base64 encoded)."""
-        return {
+        data = {
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
@@ -88,6 +91,9 @@ class TurnRecord:
             "finish_reason": self.finish_reason,
             "reasoned": self.reasoned,
         }
+        if self.envelope_problem is not None:
+            data["envelope_problem"] = self.envelope_problem
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TurnRecord:
@@ -101,6 +107,7 @@ class TurnRecord:
             status=data.get("status", "completed"),
             finish_reason=data.get("finish_reason"),
             reasoned=data.get("reasoned"),
+            envelope_problem=data.get("envelope_problem"),
         )
 
 

@@ -19,6 +19,7 @@ from ..hub import (
     Entry,
     Hub,
     InvalidEntryIdError,
+    MemoryHub,
     Runnable,
     StreamExistsError,
     StreamExpiredError,
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+
+    from ..conversation._envelopes import SealKeys
 
 __all__ = ["create_app"]
 
@@ -63,6 +66,7 @@ def create_app(
     allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
     allowed_origins: Sequence[str] | None = None,
     max_body: int = 1_048_576,
+    seal_keys: Sequence[bytes | str] | None = None,
 ) -> Starlette:
     """An ASGI app that serves ``GET /streams/{stream_id}`` from ``hub`` as SSE.
 
@@ -110,6 +114,15 @@ def create_app(
     network without a reset) would otherwise hold its connection, and the entries queued for
     it, until TCP gives up; past the timeout the app ends that response without its closing
     chunk, so the client sees a cut stream and resumes with ``Last-Event-ID``, losing nothing.
+
+    ``seal_keys`` (``[key, *older]``; ``pip install 'reasoning-stream[envelopes]'``): serve
+    each run's sealed reasoning state for clients that keep the history themselves:
+    ``REASONING_ENCRYPTED_VALUE`` in ``ag-ui``, a reasoning part's ``providerMetadata`` in
+    ``vercel-ui``, ``envelope`` on ``channel``'s ``end``. The hub seals (give it the same
+    keys: ``MemoryHub(seal_keys=...)``, ``RedisHub(url, seal_keys=...)`` in the processes that
+    run pipes); ``Conversation.from_ag_ui`` / ``from_ui_messages`` open what comes back. An
+    envelope sealed with a key this app does not hold is still served, with a warning on
+    ``reasoning_stream.web``.
     """
     _import_starlette()
     from starlette.applications import Starlette
@@ -123,6 +136,7 @@ def create_app(
     if not isinstance(max_body, int) or max_body < 1:
         raise UsageError(f"max_body must be a positive number of bytes, got {max_body!r}")
     origins = tuple(allowed_origins or ())
+    keys = _seal_keys(hub, seal_keys, start)
 
     runs: dict[str, Any] = {}
 
@@ -144,7 +158,7 @@ def create_app(
         try:
             if after is not None:
                 hub.check_entry_id(after)
-            events = _events(hub, stream_id, protocol, after, timeout)
+            events = _events(hub, stream_id, protocol, after, timeout, keys)
             first = await _first(events)
         except InvalidEntryIdError as error:
             return PlainTextResponse(f"malformed or unknown Last-Event-ID: {error}", 400)
@@ -335,20 +349,54 @@ class _Claim:
         self._status.started(value)
 
 
+def _seal_keys(hub: Hub, seal_keys: object, start: object) -> SealKeys | None:
+    """The app's keys, checked; ``UsageError`` when its hub could never seal with them."""
+    if seal_keys is None:
+        return None
+    from ..conversation._envelopes import seal_keys_or_none
+
+    keys = seal_keys_or_none(seal_keys)  # type: ignore[arg-type]
+    if hub.seal_keys is None and (start is not None or isinstance(hub, MemoryHub)):
+        raise UsageError(
+            "create_app(seal_keys=...) serves the envelopes the hub seals, and this hub has no "
+            "keys: give it the same ones (MemoryHub(seal_keys=...), RedisHub(url, "
+            "seal_keys=...))"
+        )
+    return keys
+
+
+def _check_key(keys: SealKeys, stream_id: str, entry: Entry) -> None:
+    """Warn when a served envelope names a key this app does not hold (misconfigured keys)."""
+    envelope = entry.envelope
+    if envelope is not None and envelope.partition(".")[2].partition(".")[0] not in keys.key_ids:
+        logger.warning(
+            "stream %r was sealed with a key these seal_keys do not hold: its clients' "
+            "history will come back as envelope_invalid; give every process the same keys",
+            stream_id,
+        )
+
+
 async def _events(
-    hub: Hub, stream_id: str, protocol: ProtocolName, after: str | None, timeout: float
+    hub: Hub,
+    stream_id: str,
+    protocol: ProtocolName,
+    after: str | None,
+    timeout: float,
+    keys: SealKeys | None = None,
 ) -> AsyncIterator[list[SSEEvent]]:
     """The SSE events of the stream past ``after``'s entry, following it live, per entry.
 
     An entry's events go out in one write, so a connection that drops mid-stream has given
     the browser either all of an entry's events or none (``Last-Event-ID`` counts on that).
     """
-    translator = translator_for(protocol, stream_id)
-    # ``aclosing``: a response that ends early (a cut-off client) ends its subscription
+    translator = translator_for(protocol, stream_id, envelopes=keys is not None)
+    # ``_closing``: a response that ends early (a cut-off client) ends its subscription
     # at once, not whenever the generator is collected.
     if not translator.replays:
         async with _closing(hub.subscribe(stream_id, after=after, timeout=timeout)) as entries:
             async for entry in entries:
+                if keys is not None and entry.final:
+                    _check_key(keys, stream_id, entry)
                 events = translator.feed(entry)
                 if events:
                     yield events
@@ -370,6 +418,8 @@ async def _events(
                     "read it again from the start, use protocol=channel, or raise maxlen"
                 )
             first = False
+            if keys is not None and entry.final and not skipping:
+                _check_key(keys, stream_id, entry)
             events = translator.feed(entry)
             if skipping:
                 skipping = entry.id != after
