@@ -150,7 +150,7 @@ def openai_routes(
                 )
             pipe = _build(factory, chat.model, body)
             try:
-                conversation = await anyio.to_thread.run_sync(attach, store, chat.messages)
+                conversation = await anyio.to_thread.run_sync(attach, store, chat.messages, pipe)
             except StoreError as error:
                 raise RequestError(
                     f"the conversation store did not answer: {error}",

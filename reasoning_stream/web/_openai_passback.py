@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._capture import PipeResult
 from .._exceptions import ConflictError, ConversationNotFoundError, CorruptConversationError
-from ..conversation import Conversation
+from ..conversation import Conversation, TurnRecord
 
 if TYPE_CHECKING:
     from ..store import ConversationStore
@@ -62,15 +62,22 @@ def digests(messages: Sequence[Mapping[str, Any]], start: str = "") -> list[str]
     return found
 
 
-def attach(store: ConversationStore | None, messages: Sequence[Mapping[str, Any]]) -> Conversation:
+def attach(
+    store: ConversationStore | None, messages: Sequence[Mapping[str, Any]], pipe: object
+) -> Conversation:
     """The request's messages as a conversation, each recognised assistant turn with the
     message (``thinking`` included) and record the store kept for it.
 
     Blocking (store reads): run it in a worker thread. A turn the store does not hold, or
-    holds corrupt, goes as the client sent it, without a record.
+    holds corrupt, goes as the client sent it, without opaque state: with the readable
+    reasoning the client sent back with it (``reasoning_content``, read as ``thinking``)
+    scoped to ``pipe``, as a DeepSeek-aware client means it, else without a record.
     """
     plain = [dict(message) for message in messages]
-    records: list[Any] = [None] * len(plain)
+    records: list[Any] = [
+        _echoed(pipe) if message.get("role") == "assistant" and message.get("thinking") else None
+        for message in plain
+    ]
     if store is not None:
         for index, (message, digest) in enumerate(zip(plain, digests(plain), strict=True)):
             if message.get("role") != "assistant":
@@ -88,6 +95,17 @@ def attach(store: ConversationStore | None, messages: Sequence[Mapping[str, Any]
             plain[index] = data["messages"][0]
             records[index] = data["records"][0]
     return Conversation.from_json({"messages": plain, "records": records})
+
+
+def _echoed(pipe: object) -> dict[str, Any]:
+    """The record of a turn whose only state is the readable reasoning its client kept."""
+    scope = TurnRecord(
+        getattr(pipe, "provider", None),
+        getattr(pipe, "model", None),
+        getattr(pipe, "endpoint", None),
+        reasoned=True,
+    )
+    return scope.to_json()
 
 
 def remember(

@@ -83,7 +83,8 @@ class ChatRequest:
 
     model: str
     messages: list[dict[str, Any]]
-    """Our chat messages, one per request message, in order (``developer`` is ``system``)."""
+    """Our chat messages, one per request message, in order (``developer`` is ``system``;
+    an assistant message's ``reasoning_content`` is its inert ``thinking``)."""
     stream: bool
     include_usage: bool
 
@@ -135,6 +136,11 @@ def _message(index: int, message: object) -> dict[str, Any]:
         calls = message.get("tool_calls")
         if calls:
             turn["tool_calls"] = _tool_calls(where, calls)
+        echoed = message.get("reasoning_content")
+        if isinstance(echoed, str) and echoed:
+            # Readable reasoning a DeepSeek-aware client sends back: kept as the inert
+            # ``thinking`` key (never sent as content); the passback decides its use.
+            turn["thinking"] = echoed
         return turn
     if role == "tool":
         call_id = message.get("tool_call_id")

@@ -23,10 +23,11 @@ import pytest
 from reasoning_stream.hub import MemoryHub
 from reasoning_stream.providers import AnthropicPipe, OpenAIChatPipe
 from reasoning_stream.store import SQLiteStore
-from reasoning_stream.testing import Reply, Transcript, WireServer
+from reasoning_stream.testing import Reply, Transcript, WireServer, conform
 from reasoning_stream.web import create_app
 from reasoning_stream.web._openai_passback import KEY_PREFIX
 from tests.providers.test_anthropic import blocks_from_transcript
+from tests.redis_server import free_port
 from tests.web.conftest import serve
 
 KEY = "test-key-not-a-secret"
@@ -65,6 +66,7 @@ def endpoint(
     tmp_path: Path,
     *replies: str | Reply,
     store_type: type[SQLiteStore] = SQLiteStore,
+    remember: bool = True,
     **app_options: Any,
 ) -> Iterator[tuple[str, WireServer, SQLiteStore]]:
     """A WireServer with ``replies``, and the app serving Claude and DeepSeek over it."""
@@ -77,7 +79,8 @@ def endpoint(
                 "deepseek-chat", base_url=wire.url + "/v1", api_key=KEY
             ),
         }
-        app = create_app(MemoryHub(), models=models, store=store, timeout=5, **app_options)
+        kept = store if remember else None
+        app = create_app(MemoryHub(), models=models, store=kept, timeout=5, **app_options)
         with serve(app) as base:
             yield base, wire, store
 
@@ -203,6 +206,38 @@ async def test_a_deepseek_tool_turn_gets_its_reasoning_content_back(
     assert [message["role"] for message in sent] == ["system", "user", "assistant", "tool", "tool"]
     assert sent[2]["reasoning_content"] == reasoning
     assert [call["id"] for call in sent[2]["tool_calls"]] == [call["id"] for call in calls]
+
+
+def test_without_a_store_the_reasoning_content_a_client_echoes_goes_back(tmp_path: Path) -> None:
+    """No store: a DeepSeek-aware client's own reasoning_content is what goes back; a client
+    that drops it is refused with the preflight code before anything is sent upstream."""
+    reasoning, calls = chat_deltas("openai_chat_tool_call")
+    replies = ("openai_chat_tool_call", "openai_chat_no_reasoning")
+    with (
+        endpoint(tmp_path, *replies, remember=False) as (base, wire, store),
+        client(base) as sdk,
+    ):
+        history: list[Any] = [{"role": "user", "content": "Weather and time in Paris?"}]
+        first = sdk.chat.completions.create(model="deepseek", messages=history)
+        made = first.choices[0].message
+        assert (made.model_extra or {})["reasoning_content"] == reasoning
+        turn = {
+            "role": "assistant",
+            "content": made.content,
+            "tool_calls": [call.model_dump() for call in made.tool_calls or ()],
+        }
+        history += [turn] + [
+            {"role": "tool", "tool_call_id": call["id"], "content": "18 °C"} for call in calls
+        ]
+        with pytest.raises(openai.BadRequestError) as refused:
+            sdk.chat.completions.create(model="deepseek", messages=history)
+        assert len(wire.requests) == 1
+        turn["reasoning_content"] = reasoning
+        sdk.chat.completions.create(model="deepseek", messages=history)
+        assert not store.list()
+    assert isinstance(refused.value.body, dict)
+    assert refused.value.body["code"] == "reasoning_content_missing"
+    assert wire.requests[1].json()["messages"][1]["reasoning_content"] == reasoning
 
 
 def test_an_assistant_turn_the_server_did_not_make_is_refused_with_the_preflight_code(
@@ -388,3 +423,24 @@ def test_a_streamed_completion_ends_only_once_its_turn_is_stored(tmp_path: Path)
         )
         assert [chunk for chunk in stream]
         assert len(store.list(KEY_PREFIX)) == 1
+
+
+def test_the_conformance_probe_passes_through_the_endpoint(tmp_path: Path) -> None:
+    """``reasoning_stream.testing.conform`` drives DeepSeek tool loops through the endpoint."""
+    port = free_port()
+    upstream = f"http://127.0.0.1:{port}/v1"
+    models = {
+        "deepseek-reasoner": lambda: OpenAIChatPipe(
+            "deepseek-reasoner", base_url=upstream, api_key=KEY
+        )
+    }
+    with SQLiteStore(str(tmp_path / "passback.db")) as store:
+        app = create_app(MemoryHub(), models=models, store=store, timeout=5)
+        with serve(app) as base:
+            report = conform("openai", base + "/v1", upstream_port=port)
+    assert report.passed, [(row.name, row.detail) for row in report.rows if not row.passed]
+    assert {row.name for row in report.rows} == {
+        "reasoning_content_echoed",
+        "stream_equals_oneshot",
+        "reasoning_as_reasoning",
+    }

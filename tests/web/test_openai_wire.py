@@ -206,6 +206,7 @@ def test_messages_become_chat_messages() -> None:
             "tool_calls": [
                 {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
             ],
+            "thinking": "echoed",
         },
         {"role": "tool", "tool_call_id": "c", "content": "ok"},
     ]
