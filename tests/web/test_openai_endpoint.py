@@ -78,6 +78,13 @@ def endpoint(
             "deepseek": lambda: OpenAIChatPipe(
                 "deepseek-chat", base_url=wire.url + "/v1", api_key=KEY
             ),
+            # A factory that takes an argument gets the request body.
+            "tuned": lambda body: OpenAIChatPipe(
+                "deepseek-chat",
+                base_url=wire.url + "/v1",
+                api_key=KEY,
+                extra_body={"temperature": body.get("temperature", 1.0)},
+            ),
         }
         kept = store if remember else None
         app = create_app(MemoryHub(), models=models, store=kept, timeout=5, **app_options)
@@ -135,13 +142,9 @@ def test_signed_thinking_goes_back_when_the_client_sends_role_and_content(
 
 
 @pytest.mark.anyio
-async def test_a_deepseek_tool_turn_gets_its_reasoning_content_back(
-    tmp_path: Path, anyio_backend: str
-) -> None:
+async def test_a_deepseek_tool_turn_gets_its_reasoning_content_back(tmp_path: Path) -> None:
     """The async SDK streams a tool-call turn (usage included), sends it back without
     reasoning_content, and DeepSeek's next request carries it on that turn."""
-    if anyio_backend == "trio":
-        pytest.skip("the openai SDK's async client runs on asyncio")
     reasoning, calls = chat_deltas("openai_chat_tool_call")
     replies = ("openai_chat_tool_call", "openai_chat_no_reasoning")
     with endpoint(tmp_path, *replies) as (base, wire, _):
@@ -285,11 +288,19 @@ def test_an_assistant_turn_the_server_did_not_make_is_refused_with_the_preflight
 # ------------------------------------------------------------------------ errors
 
 
+def test_a_factory_that_takes_the_request_body_reads_it(tmp_path: Path) -> None:
+    with endpoint(tmp_path, "openai_chat_no_reasoning") as (base, wire, _), client(base) as sdk:
+        sdk.chat.completions.create(
+            model="tuned", messages=[{"role": "user", "content": "hi"}], temperature=0.25
+        )
+    assert wire.requests[0].json()["temperature"] == 0.25
+
+
 def test_an_unknown_model_is_a_404_in_openai_shape(tmp_path: Path) -> None:
     with endpoint(tmp_path) as (base, wire, _), client(base) as sdk:
         with pytest.raises(openai.NotFoundError) as missing:
             sdk.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}])
-        assert [model.id for model in sdk.models.list()] == ["claude", "deepseek"]
+        assert [model.id for model in sdk.models.list()] == ["claude", "deepseek", "tuned"]
     body = missing.value.body
     assert isinstance(body, dict)
     assert set(body) == {"message", "type", "param", "code"}
@@ -376,7 +387,7 @@ def test_delete_stops_a_streaming_completion_which_ends_with_a_finish(tmp_path: 
     """The model goes silent mid-thought; DELETE /streams/{id} ends the SDK's stream cleanly."""
     hanging = Reply(Transcript.load("anthropic_thinking"), hang_after=4)
     with (
-        endpoint(tmp_path, hanging) as (base, _, _),
+        endpoint(tmp_path, hanging) as (base, _, store),
         client(base) as sdk,
         httpx.Client(timeout=10) as http,
     ):
@@ -399,6 +410,9 @@ def test_delete_stops_a_streaming_completion_which_ends_with_a_finish(tmp_path: 
             rest = list(chunks)  # ends: the SDK read [DONE]
             assert stopped.wait(5)
         again = http.delete(f"{base}/streams/{stream_id}")
+        ending = http.get(f"{base}/streams/{stream_id}").text.split("event: end\n")[1]
+        assert len(store.list(KEY_PREFIX)) == 1  # the turn as said until the stop
+    assert '"status":"cancelled_before_answer"' in ending
     reasons = [choice.finish_reason for chunk in rest for choice in chunk.choices]
     assert reasons[-1] == "stop" and reasons.count("stop") == 1
     assert again.status_code == 404
