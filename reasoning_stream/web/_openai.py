@@ -34,7 +34,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from .._capture import PipeResult
 from .._exceptions import StoreError, UsageError
 from .._pipe import Pipe
-from ..hub import Hub
+from ..hub import Hub, HubError
 from ..hub._base import failure_reason
 from ._guard import BodyError, read_json
 from ._openai_passback import attach, remember
@@ -178,7 +178,10 @@ def openai_routes(
         stream_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
         outcome = _Outcome()
-        await group.start(_run, hub, stream_id, pipe, conversation, store, outcome)
+        try:
+            await group.start(_run, hub, stream_id, pipe, conversation, store, outcome)
+        except HubError as error:  # the hub's store (Redis) did not take the run
+            return refuse(RequestError(str(error), status=503, type="server_error"))
         headers = {STREAM_ID_HEADER: stream_id}
         if not chat.stream:
             await outcome.done.wait()
@@ -212,7 +215,14 @@ def _build(factory: ModelFactory, name: str, body: Any) -> Pipe:
         takes_body = bool(inspect.signature(factory).parameters)
     except (TypeError, ValueError):
         takes_body = False
-    pipe = factory(dict(body)) if takes_body else factory()
+    try:
+        pipe = factory(dict(body)) if takes_body else factory()
+    except Exception as error:
+        raise RequestError(
+            f"the server could not build a pipe for model {name!r}: {failure_reason(error)}",
+            status=500,
+            type="server_error",
+        ) from error
     if not isinstance(pipe, Pipe):
         raise RequestError(
             f"the server's factory for model {name!r} returned {type(pipe).__name__}, not a "

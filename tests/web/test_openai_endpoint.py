@@ -85,6 +85,7 @@ def endpoint(
                 api_key=KEY,
                 extra_body={"temperature": body.get("temperature", 1.0)},
             ),
+            "broken": lambda: OpenAIChatPipe("", base_url=wire.url + "/v1", api_key=KEY),
         }
         kept = store if remember else None
         app = create_app(MemoryHub(), models=models, store=kept, timeout=5, **app_options)
@@ -300,7 +301,18 @@ def test_an_unknown_model_is_a_404_in_openai_shape(tmp_path: Path) -> None:
     with endpoint(tmp_path) as (base, wire, _), client(base) as sdk:
         with pytest.raises(openai.NotFoundError) as missing:
             sdk.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}])
-        assert [model.id for model in sdk.models.list()] == ["claude", "deepseek", "tuned"]
+        assert [model.id for model in sdk.models.list()] == [
+            "claude",
+            "deepseek",
+            "tuned",
+            "broken",
+        ]
+        with pytest.raises(openai.InternalServerError) as broken:
+            sdk.chat.completions.create(
+                model="broken", messages=[{"role": "user", "content": "hi"}]
+            )
+        assert isinstance(broken.value.body, dict) and broken.value.body["type"] == "server_error"
+        assert "UsageError" in broken.value.body["message"]
     body = missing.value.body
     assert isinstance(body, dict)
     assert set(body) == {"message", "type", "param", "code"}
