@@ -8,9 +8,11 @@ read from the transcripts here, independently of the pipes and of the endpoint.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,9 +22,9 @@ import httpx
 import openai
 import pytest
 
-from reasoning_stream.hub import MemoryHub
+from reasoning_stream.hub import MemoryHub, RedisHub
 from reasoning_stream.providers import AnthropicPipe, OpenAIChatPipe
-from reasoning_stream.store import SQLiteStore
+from reasoning_stream.store import RedisStore, SQLiteStore
 from reasoning_stream.testing import Reply, Transcript, WireServer, conform
 from reasoning_stream.web import create_app
 from reasoning_stream.web._openai_passback import KEY_PREFIX
@@ -470,3 +472,34 @@ def test_the_conformance_probe_passes_through_the_endpoint(tmp_path: Path) -> No
         "stream_equals_oneshot",
         "reasoning_as_reasoning",
     }
+
+
+def test_two_workers_on_redis_share_the_runs_and_the_passback(redis_url: str) -> None:
+    """Turn 1 through worker A, turn 2 through worker B: B puts A's signed thinking back, and
+    B replays A's run from the hub."""
+    thinking, text = blocks_from_transcript("anthropic_thinking")
+    namespace = f"openai-{uuid.uuid4().hex}"
+    with WireServer("anthropic_thinking") as wire, contextlib.ExitStack() as stack:
+        models = {
+            "claude": lambda: AnthropicPipe(
+                CLAUDE, base_url=wire.url, api_key=KEY, thinking=THINKING
+            )
+        }
+        bases = []
+        for _ in range(2):  # each worker has its own hub and store clients
+            store = stack.enter_context(RedisStore(redis_url, namespace=namespace))
+            app = create_app(RedisHub(redis_url), models=models, store=store, timeout=5)
+            bases.append(stack.enter_context(serve(app)))
+        first, second = (stack.enter_context(client(base)) for base in bases)
+        question = {"role": "user", "content": "What is 17 * 23?"}
+        raw = first.chat.completions.with_raw_response.create(model="claude", messages=[question])
+        answer = raw.parse().choices[0].message.content
+        second.chat.completions.create(
+            model="claude",
+            messages=[question, {"role": "assistant", "content": answer}, question],
+        )
+        with httpx.Client(timeout=10) as http:
+            replay = http.get(f"{bases[1]}/streams/{raw.headers[HEADER]}")
+    assert answer == text["text"]
+    assert wire.requests[1].json()["messages"][1]["content"][0] == thinking
+    assert "event: end" in replay.text and '"status":"completed"' in replay.text
