@@ -488,7 +488,8 @@ def test_two_workers_on_redis_share_the_runs_and_the_passback(redis_url: str) ->
         bases = []
         for _ in range(2):  # each worker has its own hub and store clients
             store = stack.enter_context(RedisStore(redis_url, namespace=namespace))
-            app = create_app(RedisHub(redis_url), models=models, store=store, timeout=5)
+            hub = stack.enter_context(RedisHub(redis_url))
+            app = create_app(hub, models=models, store=store, timeout=5)
             bases.append(stack.enter_context(serve(app)))
         first, second = (stack.enter_context(client(base)) for base in bases)
         question = {"role": "user", "content": "What is 17 * 23?"}
