@@ -111,8 +111,9 @@ def test_signed_thinking_goes_back_when_the_client_sends_role_and_content(
     with endpoint(tmp_path, "anthropic_thinking") as (base, wire, store), client(base) as sdk:
         question = {"role": "user", "content": "What is 17 * 23?"}
         stream = sdk.chat.completions.create(model="claude", messages=[question], stream=True)
-        reasoning, content, reasons, ids = "", "", [], set()
+        reasoning, content, reasons, ids, seen = "", "", [], set(), []
         for chunk in stream:
+            seen.append(chunk.model_dump_json())
             ids.add(chunk.id)
             assert chunk.model == "claude"
             for choice in chunk.choices:
@@ -121,6 +122,7 @@ def test_signed_thinking_goes_back_when_the_client_sends_role_and_content(
                 reasons.append(choice.finish_reason)
         assert reasoning == thinking["thinking"]
         assert content == text["text"]
+        assert thinking["signature"] not in str(seen)
         assert [reason for reason in reasons if reason] == ["stop"]
         assert len(ids) == 1 and next(iter(ids)).startswith("chatcmpl-")
         assert len(store.list(KEY_PREFIX)) == 1
@@ -142,6 +144,7 @@ def test_signed_thinking_goes_back_when_the_client_sends_role_and_content(
     assert (message.model_extra or {})["reasoning_content"] == thinking["thinking"]
     assert answer.choices[0].finish_reason == "stop"
     assert answer.model == "claude" and answer.object == "chat.completion"
+    assert thinking["signature"] not in answer.model_dump_json()
 
 
 @pytest.mark.anyio
@@ -351,6 +354,23 @@ def test_bad_bodies_get_openai_errors_and_the_app_guards_hold(tmp_path: Path) ->
             rebound = http.post(url, json=ok, headers={"host": "evil.example"})
             assert rebound.status_code == 400
     assert not wire.requests
+
+
+def test_an_upstream_failure_reaches_the_client_as_an_openai_error(tmp_path: Path) -> None:
+    """Mid-stream: an ``error`` event the SDK raises; not streaming: a 502, the reason in it."""
+    with endpoint(tmp_path, "openai_chat_stream_error") as (base, wire, store), client(base) as sdk:
+        question = [{"role": "user", "content": "hi"}]
+        stream = sdk.chat.completions.create(model="deepseek", messages=question, stream=True)
+        with pytest.raises(openai.APIError) as streamed:
+            list(stream)
+        with pytest.raises(openai.InternalServerError) as whole:
+            sdk.chat.completions.create(model="deepseek", messages=question)
+        assert not store.list()  # a failed turn is not one a client can send back
+    for error in (streamed.value, whole.value):
+        assert isinstance(error.body, dict) and error.body["code"] == "upstream_error"
+        assert "The engine died while generating." in error.body["message"]
+        assert KEY not in error.body["message"]
+    assert whole.value.status_code == 502 and len(wire.requests) == 2
 
 
 def test_api_keys_are_checked_as_bearer_tokens(tmp_path: Path) -> None:
