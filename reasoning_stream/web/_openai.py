@@ -52,8 +52,9 @@ __all__ = ["STREAM_ID_HEADER", "ModelFactory", "openai_routes"]
 logger = logging.getLogger("reasoning_stream.web")
 
 ModelFactory: TypeAlias = Callable[..., Pipe]
-"""Builds a fresh pipe for one request: called with no argument, or with the request body
-(a dict) when it takes one (to read ``temperature``, ``max_tokens``, ``tools``...)."""
+"""Builds a fresh pipe for one request: called with no argument, or, when it has a parameter
+named ``request``, with the request body (a dict) as ``request=`` (to read ``temperature``,
+``max_tokens``, ``tools``...)."""
 
 STREAM_ID_HEADER = "x-reasoning-stream-id"
 """The response header naming the hub stream of a completion."""
@@ -210,13 +211,18 @@ def openai_routes(
 
 
 def _build(factory: ModelFactory, name: str, body: Any) -> Pipe:
-    """The pipe ``factory`` makes for this request (given the body when it takes one)."""
+    """The pipe ``factory`` makes for this request (the body as ``request=`` when it asks)."""
     try:
-        takes_body = bool(inspect.signature(factory).parameters)
+        # By name: a pipe class (or a partial of one) shows only *args and **kwargs.
+        parameter = inspect.signature(factory).parameters.get("request")
+        takes_body = parameter is not None and parameter.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        )
     except (TypeError, ValueError):
         takes_body = False
     try:
-        pipe = factory(dict(body)) if takes_body else factory()
+        pipe = factory(request=dict(body)) if takes_body else factory()
     except Exception as error:
         raise RequestError(
             f"the server could not build a pipe for model {name!r}: {failure_reason(error)}",

@@ -80,12 +80,12 @@ def endpoint(
             "deepseek": lambda: OpenAIChatPipe(
                 "deepseek-chat", base_url=wire.url + "/v1", api_key=KEY
             ),
-            # A factory that takes an argument gets the request body.
-            "tuned": lambda body: OpenAIChatPipe(
+            # A factory with a ``request`` parameter gets the request body.
+            "tuned": lambda request: OpenAIChatPipe(
                 "deepseek-chat",
                 base_url=wire.url + "/v1",
                 api_key=KEY,
-                extra_body={"temperature": body.get("temperature", 1.0)},
+                extra_body={"temperature": request.get("temperature", 1.0)},
             ),
             "broken": lambda: OpenAIChatPipe("", base_url=wire.url + "/v1", api_key=KEY),
         }

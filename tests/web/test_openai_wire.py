@@ -7,6 +7,7 @@ events, not by the translator.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -264,3 +265,26 @@ def test_a_digest_depends_on_its_message_and_every_one_before_it_only(
     assert other[:index] == found[:index]
     assert all(a != b for a, b in zip(other[index:], found[index:], strict=True))
     assert digests([{**history[0], "content": None}]) == digests([{**history[0], "content": ""}])
+
+
+# ------------------------------------------------------------------------- factories
+
+
+def test_a_factory_gets_the_body_only_when_it_has_a_request_parameter() -> None:
+    from reasoning_stream.providers import AnthropicPipe
+    from reasoning_stream.web._openai import _build
+
+    body = {"model": "m", "temperature": 0.5}
+    partial = functools.partial(AnthropicPipe, "claude-sonnet-4-6", api_key="k")
+    assert _build(partial, "m", body).model == "claude-sonnet-4-6"
+    seen: list[Any] = []
+
+    def reads(request: dict[str, Any]) -> AnthropicPipe:
+        seen.append(request)
+        return AnthropicPipe("claude-sonnet-4-6", api_key="k")
+
+    _build(reads, "m", body)
+    assert seen == [body]
+    with pytest.raises(RequestError) as refused:
+        _build(lambda: "not a pipe", "m", body)  # type: ignore[arg-type, return-value]
+    assert refused.value.status == 500 and "not a pipe" in str(refused.value)
