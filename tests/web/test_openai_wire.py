@@ -8,6 +8,7 @@ events, not by the translator.
 from __future__ import annotations
 
 import functools
+import tempfile
 from typing import Any
 
 import pytest
@@ -21,13 +22,16 @@ from reasoning_stream._events import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
+    ReasoningState,
     TextDelta,
     ToolCall,
     Usage,
     UsageReport,
 )
+from reasoning_stream.conversation import TurnRecord
 from reasoning_stream.hub import Entry
-from reasoning_stream.web._openai_passback import digests
+from reasoning_stream.store import SQLiteStore
+from reasoning_stream.web._openai_passback import attach, digests, remember
 from reasoning_stream.web._openai_wire import (
     ChunkTranslator,
     RequestError,
@@ -288,3 +292,53 @@ def test_a_factory_gets_the_body_only_when_it_has_a_request_parameter() -> None:
     with pytest.raises(RequestError) as refused:
         _build(lambda: "not a pipe", "m", body)  # type: ignore[arg-type, return-value]
     assert refused.value.status == 500 and "not a pipe" in str(refused.value)
+
+
+# ------------------------------------------------------------------- passback round trip
+
+results = st.builds(
+    PipeResult,
+    text=texts,
+    model_reasoning=texts,
+    reasoning_state=st.lists(
+        st.builds(
+            ReasoningState,
+            provider=st.just("anthropic"),
+            model=st.just("claude-x"),
+            kind=st.sampled_from(["signature", "redacted"]),
+            payload=st.text(min_size=1, max_size=20) | st.binary(min_size=1, max_size=20),
+        ),
+        max_size=3,
+    ).map(tuple),
+    tool_calls=st.lists(
+        st.builds(ToolCall, st.text("abc", min_size=1, max_size=4), texts, texts), max_size=2
+    ).map(tuple),
+    provider=st.just("anthropic"),
+    model=st.just("claude-x"),
+)
+
+
+def shown(message: dict[str, Any]) -> dict[str, Any]:
+    """What an OpenAI client keeps of an assistant message: role, content, tool calls."""
+    return {key: message[key] for key in ("role", "content", "tool_calls") if key in message}
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(messages, results, messages, st.booleans())
+def test_a_turn_sent_back_as_role_and_content_gets_its_record_back(
+    before: list[dict[str, Any]], result: PipeResult, after: list[dict[str, Any]], edit: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as folder, SQLiteStore(folder + "/p.db") as store:
+        remember(store, before, result)
+        echoed = shown(result.message)
+        if edit:
+            echoed["content"] += " (edited)"
+        conversation = attach(store, [*before, echoed, *after], object())
+    index = len(before)
+    expected = None if edit else TurnRecord.from_result(result)
+    assert conversation.record(index) == expected
+    if not edit:
+        assert conversation[index] == result.message  # the inert thinking is back too
+    assert [conversation.record(i) for i in range(len(conversation)) if i != index] == [None] * (
+        len(conversation) - 1
+    )
