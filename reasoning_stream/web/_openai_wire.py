@@ -237,9 +237,9 @@ def finish_reason(status: str | None, reason: str | None, called_tools: bool) ->
         return "length"
     if called_tools:
         return "tool_calls"
-    if reason in _OPENAI_FINISH_REASONS:
+    if reason in _OPENAI_FINISH_REASONS and reason != "tool_calls":
         return reason
-    return "stop"
+    return "stop"  # "tool_calls" without a call would send a client looking for one
 
 
 class ChunkTranslator:
