@@ -57,6 +57,7 @@ SLOW_FILES = frozenset(
         "tests/web/test_serve_command.py",
         "tests/web/test_slow_client.py",
         "tests/web/test_sealed.py",
+        "tests/web/test_openai_endpoint.py",
     }
 )
 SLOW_TESTS = frozenset(

@@ -7,6 +7,8 @@ browser ``EventSource`` that reconnects with ``Last-Event-ID`` loses and repeats
 With ``seal_keys=[key, *older]`` the streams also carry each run's opaque reasoning state,
 sealed, for clients that keep the history themselves (``Conversation.from_ag_ui`` and
 ``Conversation.from_ui_messages`` open it again).
+``create_app(hub, models={...}, store=...)`` also serves ``POST /v1/chat/completions`` for
+OpenAI chat clients, keeping passback exact for clients that send back role and content only.
 """
 
 from ._app import create_app

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -27,15 +27,17 @@ from ..hub import (
 )
 from ..hub._base import failure_reason
 from ._guard import LOOPBACK_HOSTS, BodyError, HostCheck, origin_refusal, read_json
+from ._openai import STREAM_ID_HEADER, ModelFactory, openai_routes
 from ._protocols import PROTOCOLS, ProtocolName, SSEEvent, translator_for
 from ._stop import stop_endpoint
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import Response
+    from starlette.responses import Response, StreamingResponse
 
     from ..conversation._envelopes import SealKeys
+    from ..store import ConversationStore
 
 __all__ = ["create_app"]
 
@@ -67,6 +69,9 @@ def create_app(
     allowed_origins: Sequence[str] | None = None,
     max_body: int = 1_048_576,
     seal_keys: Sequence[bytes | str] | None = None,
+    models: Mapping[str, ModelFactory] | None = None,
+    store: ConversationStore | None = None,
+    api_keys: Sequence[str] | None = None,
 ) -> Starlette:
     """An ASGI app that serves ``GET /streams/{stream_id}`` from ``hub`` as SSE.
 
@@ -123,6 +128,16 @@ def create_app(
     run pipes); ``Conversation.from_ag_ui`` / ``from_ui_messages`` open what comes back. An
     envelope sealed with a key this app does not hold is still served, with a warning on
     ``reasoning_stream.web``.
+
+    With ``models`` (names to factories that build a fresh pipe per request) the app is also
+    an OpenAI-compatible server: ``POST /v1/chat/completions`` (streaming and not) and
+    ``GET /v1/models``. Each completion runs through the hub under the stream id its
+    ``x-reasoning-stream-id`` header names (resumable with ``GET /streams/{id}``, stoppable
+    with ``DELETE``); reasoning goes out as ``reasoning_content``. With ``store`` (a
+    ``ConversationStore``) the opaque state of each answer is kept and re-attached when the
+    client sends the message back as role and content only. ``api_keys``: the bearer keys a
+    client must send to ``/v1/...`` (``None``: none asked; the server's provider key is then
+    spent for anyone who can reach it). See the docs page "OpenAI-compatible endpoint".
     """
     _import_starlette()
     from starlette.applications import Starlette
@@ -175,10 +190,7 @@ def create_app(
         response = StreamingResponse(
             _body(prelude, first, events), media_type="text/event-stream", headers=headers
         )
-        if keep_alive is not None or write_timeout is not None:
-            sender = _Sender(response, keep_alive, write_timeout)
-            response.stream_response = sender  # type: ignore[method-assign]
-        return response
+        return _streaming(response, keep_alive, write_timeout)
 
     async def post(request: Request) -> Response:
         assert start is not None
@@ -235,6 +247,18 @@ def create_app(
     ]
     if start is not None:
         route_list.append(Route("/streams/{stream_id}", post, methods=["POST"]))
+    if models is not None:
+        route_list += openai_routes(
+            hub,
+            models,
+            store=store,
+            api_keys=api_keys,
+            refusal=lambda request: origin_refusal(request, origins),
+            max_body=max_body,
+            timeout=timeout,
+            task_group=lambda: runs.get("group"),
+            streaming=lambda response: _streaming(response, keep_alive, write_timeout),
+        )
     route_list += routes or []
     middleware = []
     if origins:
@@ -243,13 +267,25 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=list(origins),
                 allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["content-type", "last-event-id"],
+                allow_headers=["content-type", "last-event-id", "authorization"],
+                expose_headers=[STREAM_ID_HEADER],
             )
         )
     if "*" not in allowed_hosts:
         # Outermost: a refused Host gets nothing else, not even a CORS answer.
         middleware.insert(0, Middleware(HostCheck, allowed_hosts=allowed_hosts))
     return Starlette(routes=route_list, middleware=middleware, lifespan=lifespan)
+
+
+def _streaming(
+    response: StreamingResponse, interval: float | None, write_timeout: float | None
+) -> StreamingResponse:
+    """``response``, sending :data:`KEEP_ALIVE` after ``interval`` silent seconds (``None``:
+    never), and cut off when a write waits ``write_timeout`` seconds (see :class:`_Sender`)."""
+    if interval is not None or write_timeout is not None:
+        sender = _Sender(response, interval, write_timeout)
+        response.stream_response = sender  # type: ignore[method-assign]
+    return response
 
 
 KEEP_ALIVE = b": keep-alive\n\n"
