@@ -8,6 +8,7 @@ One module per job:
   run under way;
 - ``_history``: the :class:`HistoryTurn` s a request carries for a prompt;
 - ``_preflight``: what a provider is documented to reject, and its repair;
+- ``_tool_loop``: ``run_tools``: run the pipe, run the tools it calls, send the results back;
 - ``_conversation``: the container, :class:`Conversation`.
 
 Nothing here names a provider: each provider's rules come from its ``ProviderSpec``.
@@ -17,6 +18,7 @@ from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ._conversation import Conversation
 from ._policy import PassbackPolicy, ReasoningPassback, StatePassback
 from ._records import GenerationRecord, GenerationStatus, TurnRecord
+from ._tool_loop import ToolLoopResult, ToolLoopStatus, ToolStep
 
 __all__ = [
     "Conversation",
@@ -28,5 +30,8 @@ __all__ = [
     "PreflightTurn",
     "ReasoningPassback",
     "StatePassback",
+    "ToolLoopResult",
+    "ToolLoopStatus",
+    "ToolStep",
     "TurnRecord",
 ]
