@@ -187,9 +187,6 @@ class BedrockPipe(ProviderPipe):
         api: Api = "converse",
         additional_model_request_fields: Mapping[str, Any] | None = None,
         inference_config: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
         start_in_reasoning: bool | None = None,
         tags: Iterable[str] | None = None,
         **options: Unpack[PipeOptions],
@@ -223,9 +220,6 @@ class BedrockPipe(ProviderPipe):
             additional_model_request_fields or {}
         )
         self.inference_config: dict[str, Any] = dict(inference_config or {})
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.top_p = top_p
         self.start_in_reasoning = (
             starts_in_reasoning(model) if start_in_reasoning is None else start_in_reasoning
         )

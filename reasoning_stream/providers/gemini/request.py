@@ -13,9 +13,10 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..._events import ReasoningState
+from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import tool_call_arguments
 from ...conversation._preflight import problems_where, repair_where
@@ -210,24 +211,27 @@ def contents(
     return system, result
 
 
-def tool_declarations(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI-style function tools as ``functionDeclarations``; native tools pass through."""
-    declarations: list[dict[str, Any]] = []
-    native: list[dict[str, Any]] = []
-    for tool in tools:
-        function = tool.get("function")
-        if tool.get("type") == "function" and isinstance(function, Mapping):
-            declaration = {
-                key: function[key]
-                for key in ("name", "description", "parameters")
-                if key in function
-            }
-            declarations.append(declaration)
-        else:
-            native.append(dict(tool))
-    if declarations:
-        native.insert(0, {"functionDeclarations": declarations})
-    return native
+def is_native_tool(item: object) -> TypeGuard[Mapping[str, Any]]:
+    """A native Gemini tool object (``{"googleSearch": {}}``): a dict naming no function."""
+    return isinstance(item, Mapping) and "function" not in item and "name" not in item
+
+
+def tool_declarations(
+    tools: Sequence[Tool], native: Sequence[Mapping[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """Function tools as one ``functionDeclarations`` entry; native tools pass through."""
+    entries: list[dict[str, Any]] = [dict(item) for item in native]
+    if tools:
+        entries.insert(0, {"functionDeclarations": [_declaration(item) for item in tools]})
+    return entries
+
+
+def _declaration(tool: Tool) -> dict[str, Any]:
+    declaration: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        declaration["description"] = tool.description
+    declaration["parameters"] = dict(tool.parameters)
+    return declaration
 
 
 def _append(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
