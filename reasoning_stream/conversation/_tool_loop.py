@@ -344,6 +344,31 @@ def _checked_steps(max_steps: object) -> int:
     return max_steps
 
 
+class _ForcedChoice:
+    """A forced ``tool_choice`` (``"required"`` or a tool's name) holds for the first request.
+
+    Once the model called tools, later steps ask with ``"auto"``: forced on every step, the
+    model could never answer and the loop would always end at ``max_steps`` (the OpenAI
+    Agents SDK's ``reset_tool_choice`` does the same, for the same reason). The pipe's own
+    setting is back when the loop ends, however it ends.
+    """
+
+    def __init__(self, pipe: Any) -> None:
+        self.pipe = pipe
+        self.original = getattr(pipe, "tool_choice", None)
+
+    def relax(self) -> None:
+        if self.original not in (None, "auto", "none"):
+            self.pipe.tool_choice = "auto"
+
+    def __enter__(self) -> _ForcedChoice:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if getattr(self.pipe, "tool_choice", None) != self.original:
+            self.pipe.tool_choice = self.original
+
+
 def drive(
     target: StepTarget,
     pipe: Any,
@@ -358,15 +383,17 @@ def drive(
     """
     loop = _loop(target, tools_of(pipe, tools), _checked_steps(max_steps))
     reply: Any = None
-    while True:
-        try:
-            command = loop.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if isinstance(command, _Run):
-            reply = target.run_step(pipe)
-        else:
-            reply = _execute(target, pipe, command.calls)
+    with _ForcedChoice(pipe) as choice:
+        while True:
+            try:
+                command = loop.send(reply)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            if isinstance(command, _Run):
+                reply = target.run_step(pipe)
+            else:
+                reply = _execute(target, pipe, command.calls)
+                choice.relax()
 
 
 def _execute(target: StepTarget, pipe: Any, calls: Sequence[_Call]) -> list[ToolResult]:
@@ -406,15 +433,17 @@ async def adrive(
     """Run the tool loop on the running event loop (asyncio or trio)."""
     loop = _loop(target, tools_of(pipe, tools), _checked_steps(max_steps))
     reply: Any = None
-    while True:
-        try:
-            command = loop.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        if isinstance(command, _Run):
-            reply = await target.arun_step(pipe)
-        else:
-            reply = await _aexecute(target, pipe, command.calls)
+    with _ForcedChoice(pipe) as choice:
+        while True:
+            try:
+                command = loop.send(reply)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            if isinstance(command, _Run):
+                reply = await target.arun_step(pipe)
+            else:
+                reply = await _aexecute(target, pipe, command.calls)
+                choice.relax()
 
 
 async def _aexecute(target: StepTarget, pipe: Any, calls: Sequence[_Call]) -> list[ToolResult]:

@@ -485,3 +485,22 @@ def test_the_loop_returns_in_good_time_with_many_calls() -> None:
         result = Conversation().add_user("go").run_tools(pipe, tools=[nap])
     assert time.perf_counter() - started < 2.0
     assert [r.content for r in result.tool_results] == [str(n) for n in range(20)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_forced_tool_choice_holds_for_the_first_request_only(mode: str) -> None:
+    """Forced on every step the model could never answer: later steps ask with ``"auto"``,
+    and the pipe's own setting is back after the loop."""
+    choices: list[Any] = []
+    script = model([call(1, "get_weather", '{"city": "Rome"}')], [call(2, "get_time", "{}")])
+
+    def recording(prompt: Any) -> list[Any]:
+        choices.append(pipe.tool_choice)  # type: ignore[attr-defined]
+        return script(prompt)
+
+    pipe = ScriptedPipe(recording)
+    pipe.tool_choice = "get_weather"  # type: ignore[attr-defined]
+    result = run_loop(mode, Conversation().add_user("Weather?"), pipe, tools=[get_weather])
+    assert choices == ["get_weather", "auto", "auto"]
+    assert pipe.tool_choice == "get_weather"  # type: ignore[attr-defined]
+    assert result.status == "completed"
