@@ -51,7 +51,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "_render",
     ),
     # 3: conversations, provider packages, tools, prompting
-    ("conversation", "conversation._tool_loop", "providers", "tools", "prompting", "strategies"),
+    (
+        "conversation",
+        "conversation._tool_loop",
+        "conversation._tool_runnable",
+        "providers",
+        "tools",
+        "prompting",
+        "strategies",
+    ),
     # 4: beyond one process, and the front doors
     ("hub", "web", "store", "telemetry", "testing", "_cli", "__main__", "_demo", ""),
 )

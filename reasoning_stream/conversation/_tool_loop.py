@@ -319,9 +319,8 @@ _Command: TypeAlias = _Run | _Execute
 
 
 def _loop(
-    target: StepTarget, tools: Mapping[str, Tool], max_steps: int
+    target: StepTarget, tools: Mapping[str, Tool], max_steps: int, steps: list[ToolStep]
 ) -> Generator[_Command, Any, ToolLoopResult]:
-    steps: list[ToolStep] = []
     for _ in range(max_steps):
         if target.over_budget():
             return ToolLoopResult(tuple(steps), "budget")
@@ -342,6 +341,10 @@ def _checked_steps(max_steps: object) -> int:
             f"max_steps is the most responses to ask for, 1 or more; got {max_steps!r}"
         )
     return max_steps
+
+
+def _list(steps: list[ToolStep] | None) -> list[ToolStep]:
+    return [] if steps is None else steps
 
 
 class _ForcedChoice:
@@ -375,13 +378,14 @@ def drive(
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
     tools: Iterable[ToolLike] | None = None,
+    steps: list[ToolStep] | None = None,
 ) -> ToolLoopResult:
     """Run the tool loop without an event loop: tools run in worker threads, concurrently.
 
     An async tool runs on a fresh event loop in its worker thread (as ``asyncio.run`` would
     run it), so it must not use objects bound to another event loop.
     """
-    loop = _loop(target, tools_of(pipe, tools), _checked_steps(max_steps))
+    loop = _loop(target, tools_of(pipe, tools), _checked_steps(max_steps), _list(steps))
     reply: Any = None
     with _ForcedChoice(pipe) as choice:
         while True:
@@ -429,9 +433,14 @@ async def adrive(
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
     tools: Iterable[ToolLike] | None = None,
+    steps: list[ToolStep] | None = None,
 ) -> ToolLoopResult:
-    """Run the tool loop on the running event loop (asyncio or trio)."""
-    loop = _loop(target, tools_of(pipe, tools), _checked_steps(max_steps))
+    """Run the tool loop on the running event loop (asyncio or trio).
+
+    ``steps``, when given, receives each completed step as it completes (what a loop that
+    raises had done).
+    """
+    loop = _loop(target, tools_of(pipe, tools), _checked_steps(max_steps), _list(steps))
     reply: Any = None
     with _ForcedChoice(pipe) as choice:
         while True:

@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, overload
 
 import anyio
 import anyio.to_thread
@@ -29,6 +29,8 @@ from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
 from .._stream import ReasoningStream
 from .._unicode import is_clean
+from ..conversation._tool_loop import ToolLoopResult
+from ..conversation._tool_runnable import ToolLoop
 from ._stop import STOP_GRACE, THREADS, RunControl, Stopped
 
 if TYPE_CHECKING:
@@ -45,8 +47,11 @@ __all__ = [
     "StreamNotFoundError",
 ]
 
-Runnable: TypeAlias = Pipe | Pipeline
-"""What a hub runs: one pipe, or a pipeline (one channel for all its pipes)."""
+Runnable: TypeAlias = Pipe | Pipeline | ToolLoop
+"""What a hub runs: one pipe, a pipeline (one channel for all its pipes), or a pipe's tool
+loop (``ToolLoop``: every step, tool calls and results, one stream)."""
+Result: TypeAlias = PipeResult | PipelineResult | ToolLoopResult
+"""What a run returns: its pipe's, its pipeline's or its tool loop's result."""
 
 _CLOSING_TIMEOUT = 10.0
 """Seconds a cancelled ``arun`` may still spend writing its final entry."""
@@ -241,9 +246,9 @@ class Hub:
     def run(self, stream_id: str, runnable: Pipe, prompt: Prompt) -> PipeResult: ...
     @overload
     def run(self, stream_id: str, runnable: Pipeline, prompt: Prompt) -> PipelineResult: ...
-    def run(
-        self, stream_id: str, runnable: Runnable, prompt: Prompt
-    ) -> PipeResult | PipelineResult:
+    @overload
+    def run(self, stream_id: str, runnable: ToolLoop, prompt: Any) -> ToolLoopResult: ...
+    def run(self, stream_id: str, runnable: Runnable, prompt: Any) -> Result:
         """Run a pipe or pipeline synchronously, publishing its channel as ``stream_id``.
 
         Returns the run's result (a ``PipeResult``, or a ``PipelineResult`` for a pipeline).
@@ -295,14 +300,23 @@ class Hub:
         *,
         task_status: TaskStatus[None] = ...,
     ) -> PipelineResult: ...
+    @overload
+    async def arun(
+        self,
+        stream_id: str,
+        runnable: ToolLoop,
+        prompt: Any,
+        *,
+        task_status: TaskStatus[None] = ...,
+    ) -> ToolLoopResult: ...
     async def arun(
         self,
         stream_id: str,
         runnable: Runnable,
-        prompt: Prompt,
+        prompt: Any,
         *,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> PipeResult | PipelineResult:
+    ) -> Result:
         """Run a pipe or pipeline on the running event loop (asyncio or trio), publishing it.
 
         As :meth:`run`. A cancelled run still writes its final entry (with the cancelled
@@ -321,7 +335,7 @@ class Hub:
             try:
                 with anyio.CancelScope() as scope:
                     control.bind_scope(scope)
-                    result: PipeResult | PipelineResult = await runnable.arun(prompt)
+                    result: Result = await runnable.arun(prompt)
                 if scope.cancelled_caught:
                     result = _stopped_result(runnable, sink, before)
             except BaseException as error:
@@ -336,7 +350,7 @@ class Hub:
                 _note_failure(error, failure)
                 raise
             attachment.detach()
-            return _conclude(await self._afinish(sink, result.status), result)
+            return _conclude(await self._afinish(sink, _final(result)), result)
 
 
 class _Worker:
@@ -344,9 +358,9 @@ class _Worker:
     waits; sets ``control.wake`` when it ends."""
 
     def __init__(
-        self, runnable: Runnable, prompt: Prompt, attachment: _Attachment, control: RunControl
+        self, runnable: Runnable, prompt: Any, attachment: _Attachment, control: RunControl
     ) -> None:
-        self.result: PipeResult | PipelineResult | None = None
+        self.result: Result | None = None
         self.error: BaseException | None = None
         self.done = threading.Event()
         self._attachment = attachment
@@ -356,7 +370,7 @@ class _Worker:
         context = contextvars.copy_context()
         THREADS.start(lambda: context.run(self._run, runnable, prompt))
 
-    def _run(self, runnable: Runnable, prompt: Prompt) -> None:
+    def _run(self, runnable: Runnable, prompt: Any) -> None:
         try:
             self.result = runnable.run(prompt)
         except BaseException as error:
@@ -378,7 +392,7 @@ class _Worker:
 
 def _settle(
     worker: _Worker, runnable: Runnable, before: object, sink: _Sink, control: RunControl
-) -> PipeResult | PipelineResult:
+) -> Result:
     """Write a sync run's final entry from how its worker ended (or was left behind)."""
     if not worker.done.is_set() and not worker.abandon():
         # The model is silent: end its stream here and leave its thread behind.
@@ -393,9 +407,9 @@ def _settle(
         raise error
     if error is not None:
         stopped = _stopped_result(runnable, sink, before)
-        return _conclude(sink.finish(stopped.status), stopped)
+        return _conclude(sink.finish(_final(stopped)), stopped)
     assert worker.result is not None
-    return _conclude(sink.finish(worker.result.status), worker.result)
+    return _conclude(sink.finish(_final(worker.result)), worker.result)
 
 
 def _end_silent(runnable: Runnable, control: RunControl) -> None:
@@ -404,7 +418,7 @@ def _end_silent(runnable: Runnable, control: RunControl) -> None:
     the run's callbacks (into the stream) and its capture (into the result). Its own thread
     is blocked in the model's silence meanwhile; what it does after that goes nowhere."""
     control.raised = True  # the closing chunks pass the gate
-    pipes = runnable.pipes if isinstance(runnable, Pipeline) else (runnable,)
+    pipes = runnable.pipes if isinstance(runnable, Pipeline | ToolLoop) else (runnable,)
     for pipe in pipes:
         channel = pipe._channel
         if channel is not pipe._idle:
@@ -425,13 +439,13 @@ def _cancelled(sink: _Sink) -> Status:
     return "cancelled_after_partial_answer" if sink.saw_text else "cancelled_before_answer"
 
 
-def _stopped_result(
-    runnable: Runnable, sink: _Sink, before: object = None
-) -> PipeResult | PipelineResult:
+def _stopped_result(runnable: Runnable, sink: _Sink, before: object = None) -> Result:
     """The result of a stopped run: the one it recorded, else what the hub saw of it."""
     last = runnable.last_result
     if last is not None and last is not before and last.status.startswith("cancelled"):
         return last
+    if isinstance(runnable, ToolLoop):  # its completed steps, as far as they went
+        return ToolLoopResult(tuple(runnable.steps), _cancelled(sink))
     capture = getattr(runnable, "_capture", None)
     if isinstance(runnable, Pipe) and capture is not None:
         # A copy, its open segment closed: the silent run's thread still holds the original.
@@ -496,7 +510,7 @@ def _status_after(runnable: Runnable, before: object, error: BaseException, sink
         return captured.status
     last = runnable.last_result
     if last is not None and last is not before:
-        return last.status
+        return _final(last)
     if isinstance(error, Exception):
         return "error"
     return "cancelled_after_partial_answer" if sink.saw_text else "cancelled_before_answer"
@@ -507,12 +521,18 @@ def _note_failure(error: BaseException, failure: _Failure | None) -> None:
         error.add_note(f"reasoning_stream.hub: {failure.message}")
 
 
-def _conclude(
-    failure: _Failure | None, result: PipeResult | PipelineResult
-) -> PipeResult | PipelineResult:
+def _final(result: Result) -> Status:
+    """The status a run's final entry holds: a tool loop's own (``"max_steps"``, ...) too."""
+    return cast(Status, result.status)
+
+
+def _conclude(failure: _Failure | None, result: Result) -> Result:
     if failure is None:
         return result
     error = PublishError(failure.message, unpublished=failure.unpublished)
-    error.result = result if isinstance(result, PipeResult) else result.results[-1]
+    if isinstance(result, ToolLoopResult):
+        error.result = result.result
+    else:
+        error.result = result if isinstance(result, PipeResult) else result.results[-1]
     error.pipeline_result = result if isinstance(result, PipelineResult) else None  # type: ignore[attr-defined]
     raise error

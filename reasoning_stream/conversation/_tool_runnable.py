@@ -1,0 +1,164 @@
+"""``ToolLoop``: a pipe's tool loop as one run, for what runs pipes (a hub, the web app).
+
+A hub publishes a run through the callbacks it sets on what it runs; a ``ToolLoop`` sets them
+on its pipe, so the hub's stream holds every step's channel, each ``ToolCall`` and
+``ToolResult``, and one final entry with the loop's status. Stopping the stream stops the loop
+(a cancelled step, or the tools under way) and keeps every completed step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Self
+
+from .._callbacks import EventCallback, StreamingCallback
+from .._exceptions import UsageError
+from .._pipe import Pipe, PipeResult
+from .._tools import ToolLike
+from ._conversation import Conversation
+from ._tool_loop import (
+    DEFAULT_MAX_STEPS,
+    ConversationSteps,
+    ToolLoopResult,
+    ToolLoopStatus,
+    ToolStep,
+    adrive,
+    drive,
+)
+
+__all__ = ["ToolLoop"]
+
+
+class ToolLoop:
+    """Run ``conversation.run_tools(pipe)`` wherever a pipe runs: ``hub.run``, ``create_app``.
+
+    ``hub.run(stream_id, ToolLoop(pipe), conversation)`` publishes the whole loop as one
+    stream. The prompt is a ``Conversation`` (extended in place, as ``run_tools`` does) or a
+    prompt string or message list (a new conversation, kept as :attr:`conversation`).
+    Callbacks set here are the pipe's. ``last_result`` is the :class:`ToolLoopResult` of the
+    latest run, also when it raised (its steps so far, with the failed or cancelled status).
+
+    >>> from reasoning_stream.testing import ScriptedPipe
+    >>> loop = ToolLoop(ScriptedPipe(["Hello."]))
+    >>> loop.run("Hi").text
+    'Hello.'
+    """
+
+    def __init__(
+        self,
+        pipe: Pipe,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        tools: Iterable[ToolLike] | None = None,
+        repair: bool = False,
+    ) -> None:
+        if not isinstance(pipe, Pipe):
+            raise UsageError(f"ToolLoop runs a Pipe, got {type(pipe).__name__}")
+        self.pipe = pipe
+        self.max_steps = max_steps
+        self.tools = None if tools is None else tuple(tools)
+        self.repair = repair
+        self.last_result: ToolLoopResult | None = None
+        self.conversation: Conversation | None = None
+        """The conversation of the latest run."""
+        self.steps: list[ToolStep] = []
+        """The steps of the latest run so far (a stopped run's result is built from them)."""
+
+    @property
+    def name(self) -> str:
+        """The pipe's name."""
+        return self.pipe.name
+
+    @property
+    def pipes(self) -> tuple[Pipe]:
+        """The one pipe this loop runs."""
+        return (self.pipe,)
+
+    def set_streaming_callback(self, callback: StreamingCallback) -> Self:
+        """The pipe's :meth:`~reasoning_stream.Pipe.set_streaming_callback`."""
+        self.pipe.set_streaming_callback(callback)
+        return self
+
+    def remove_streaming_callback(self, callback: StreamingCallback) -> Self:
+        """The pipe's :meth:`~reasoning_stream.Pipe.remove_streaming_callback`."""
+        self.pipe.remove_streaming_callback(callback)
+        return self
+
+    def set_event_callback(self, callback: EventCallback) -> Self:
+        """The pipe's :meth:`~reasoning_stream.Pipe.set_event_callback`."""
+        self.pipe.set_event_callback(callback)
+        return self
+
+    def remove_event_callback(self, callback: EventCallback) -> Self:
+        """The pipe's :meth:`~reasoning_stream.Pipe.remove_event_callback`."""
+        self.pipe.remove_event_callback(callback)
+        return self
+
+    def run(self, prompt: Any) -> ToolLoopResult:
+        """The tool loop on ``prompt``, synchronously (``Conversation.run_tools``)."""
+        steps = self._start(prompt)
+        try:
+            result = drive(
+                ConversationSteps(self._conversation(), repair=self.repair),
+                self.pipe,
+                max_steps=self.max_steps,
+                tools=self.tools,
+                steps=steps,
+            )
+        except BaseException as error:
+            self.last_result = ToolLoopResult(tuple(steps), _status_of(error, steps, self.pipe))
+            raise
+        self.last_result = result
+        return result
+
+    async def arun(self, prompt: Any) -> ToolLoopResult:
+        """:meth:`run` on the event loop (``Conversation.arun_tools``; asyncio or trio)."""
+        steps = self._start(prompt)
+        try:
+            result = await adrive(
+                ConversationSteps(self._conversation(), repair=self.repair),
+                self.pipe,
+                max_steps=self.max_steps,
+                tools=self.tools,
+                steps=steps,
+            )
+        except BaseException as error:
+            self.last_result = ToolLoopResult(tuple(steps), _status_of(error, steps, self.pipe))
+            raise
+        self.last_result = result
+        return result
+
+    def _start(self, prompt: Any) -> list[ToolStep]:
+        if isinstance(prompt, Conversation):
+            self.conversation = prompt
+        elif isinstance(prompt, str):
+            self.conversation = Conversation().add_user(prompt)
+        elif isinstance(prompt, Sequence) and all(isinstance(m, Mapping) for m in prompt):
+            self.conversation = Conversation(prompt)
+        else:
+            raise UsageError(
+                "a tool loop's prompt is a Conversation, a string or a list of message dicts, "
+                f"got {type(prompt).__name__}"
+            )
+        self.last_result = None
+        self.steps = []
+        return self.steps
+
+    def _conversation(self) -> Conversation:
+        assert self.conversation is not None
+        return self.conversation
+
+
+def _status_of(error: BaseException, steps: Sequence[ToolStep], pipe: Pipe) -> ToolLoopStatus:
+    """How a loop that raised ended: its failed or cancelled step's status, else from the
+    error (cancelled while tools ran: before or after answer text, as a run's status is)."""
+    captured = getattr(error, "result", None)
+    if isinstance(captured, PipeResult):
+        return captured.status
+    if isinstance(error, Exception):
+        return "error"
+    last = pipe.last_result
+    if last is not None and last.status.startswith("cancelled"):
+        return last.status
+    texts = [step.result.text for step in steps] + [last.text if last is not None else ""]
+    return "cancelled_after_partial_answer" if any(texts) else "cancelled_before_answer"
