@@ -152,3 +152,47 @@ def test_the_channel_protocol_carries_the_result_fields() -> None:
         "is_error": True,
         "duration": 0.5,
     }
+
+
+def test_the_app_runs_a_tool_loop_posted_by_a_browser(hub: Hub, node_reader: Path) -> None:
+    """``create_app(start=...)`` returning a ``ToolLoop``: a POST runs the whole loop through
+    the hub, and the AI SDK reads the call, its output and the answer from one stream."""
+    import httpx
+
+    from reasoning_stream.conversation import ToolLoop
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Weather."""
+        return f"18 C in {city}"
+
+    def model(prompt: Any) -> list[Any]:
+        if list(prompt)[-1]["role"] == "tool":
+            return [ReasoningDelta("Now I know."), TextDelta("It is 18 C.")]
+        return [
+            ReasoningDelta("Ask the tool."),
+            ToolCall("call_1", "get_weather", '{"city": "Oslo"}'),
+        ]
+
+    def start(prompt: Any) -> ToolLoop:
+        return ToolLoop(ScriptedPipe(model), tools=[get_weather])
+
+    stream_id = f"posted-{uuid.uuid4().hex}"
+    with serve(create_app(hub, timeout=2, start=start)) as base:
+        posted = httpx.post(f"{base}/streams/{stream_id}", json={"prompt": "Weather in Oslo?"})
+        assert posted.status_code == 202
+        body = get(f"{base}/streams/{stream_id}?protocol=vercel-ui").text
+    done = subprocess.run(
+        ["node", str(node_reader)], input=body, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    parts = json.loads(done.stdout)["message"]["parts"]
+    summary = [
+        (p["type"], p.get("text", p.get("output"))) for p in parts if p["type"] != "step-start"
+    ]
+    assert summary == [
+        ("reasoning", "Ask the tool."),
+        ("tool-get_weather", "18 C in Oslo"),
+        ("reasoning", "Now I know."),
+        ("text", "It is 18 C."),
+    ]
