@@ -40,10 +40,11 @@ __all__ = [
     "tool",
 ]
 
-NAME_PATTERN: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-"""The strictest of the providers' tool-name rules, so one name works everywhere: OpenAI's
-``^[a-zA-Z0-9_-]{1,64}$`` (platform.openai.com/docs/api-reference/chat/create#chat-create-tools),
-Anthropic's and Bedrock's ``toolSpec.name`` are the same; Gemini also allows ``.`` and ``:``."""
+NAME_PATTERN: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_-]{0,63}")
+"""The strictest of the providers' tool-name rules, so one name works everywhere: OpenAI's,
+Anthropic's and Bedrock's ``[a-zA-Z0-9_-]{1,64}``
+(platform.openai.com/docs/api-reference/chat/create#chat-create-tools), and Gemini's "must
+start with a letter or an underscore" (ai.google.dev/api/caching#FunctionDeclaration)."""
 
 ToolChoice = Literal["auto", "required", "none"] | str
 """``"auto"`` (the model decides), ``"required"`` (it must call one), ``"none"`` (it must not),
@@ -55,7 +56,8 @@ class Tool:
     """A tool a model may call.
 
     Args:
-        name: what the model calls it: letters, digits, ``_`` and ``-``, at most 64.
+        name: what the model calls it: 1 to 64 letters, digits, ``_`` and ``-``, starting
+            with a letter or ``_``.
         description: what it does and when to use it (the model reads this).
         parameters: a JSON Schema object (``{"type": "object", "properties": ...}``) for the
             arguments.
@@ -83,8 +85,8 @@ class Tool:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME_PATTERN.fullmatch(self.name):
             raise UsageError(
-                f"tool name {self.name!r} is not allowed: use 1 to 64 letters, digits, _ or - "
-                "(the rule every provider accepts; OpenAI, Anthropic and Bedrock refuse others)"
+                f"tool name {self.name!r} is not allowed: use 1 to 64 letters, digits, _ or -, "
+                "starting with a letter or _ (the one rule every provider accepts)"
             )
         if not isinstance(self.description, str):
             raise UsageError(

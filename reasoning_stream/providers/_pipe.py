@@ -304,6 +304,34 @@ class ProviderPipe(Driver, metaclass=_Validated):
             return request
         return merge_params(request, self.reasoning_plan().params)
 
+    # ----------------------------------------------------------------------- sampling
+
+    def sampling_fields(
+        self,
+        *,
+        temperature: str = "temperature",
+        top_p: str = "top_p",
+        max_tokens: str | None = "max_tokens",
+        stop: str | None = "stop",
+    ) -> dict[str, Any]:
+        """The sampling settings this pipe sets, under the API's own field names (a ``None``
+        name: the API takes that setting elsewhere); settings left unset are not sent.
+
+        >>> from reasoning_stream.providers import GeminiPipe
+        >>> GeminiPipe("m", temperature=0.2, stop="END").sampling_fields(stop="stopSequences")
+        {'temperature': 0.2, 'stopSequences': ['END']}
+        """
+        fields: dict[str, Any] = {}
+        for name, value in (
+            (temperature, self.temperature),
+            (top_p, self.top_p),
+            (max_tokens, self.max_tokens),
+            (stop, list(self.stop) if self.stop is not None else None),
+        ):
+            if name is not None and value is not None:
+                fields[name] = value
+        return fields
+
     # --------------------------------------------------------------------------- history
 
     def turns(self, prompt: Prompt | Any) -> list[HistoryTurn]:

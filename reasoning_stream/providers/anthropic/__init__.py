@@ -132,6 +132,7 @@ class AnthropicPipe(ProviderPipe):
             )
         if self.thinking is not None:
             body["thinking"] = dict(self.thinking)
+        body.update(request.anthropic_options(self))
         body = self.with_reasoning(body)
         body.update(self.extra_body)
         if request.thinking_turned_off(turns):

@@ -191,10 +191,16 @@ class GeminiPipe(ProviderPipe):
             body["systemInstruction"] = {"parts": system}
         if self.tools or self.native_tools:
             body["tools"] = request.tool_declarations(self.tools, self.native_tools)
+        choice = request.tool_config(self.tool_choice)
+        if choice is not None:
+            body["toolConfig"] = choice
+        generation = request.generation_settings(self)
         thinking: dict[str, Any] = {"includeThoughts": True} if self.include_thoughts else {}
         thinking.update(self.thinking_config)
         if thinking:
-            body["generationConfig"] = {"thinkingConfig": thinking}
+            generation["thinkingConfig"] = thinking
+        if generation:
+            body["generationConfig"] = generation
         return merge_params(self.with_reasoning(body), self.extra_body)
 
     # --------------------------------------------------------------------------- secrets

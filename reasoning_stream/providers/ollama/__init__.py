@@ -121,6 +121,11 @@ class OllamaPipe(ProviderPipe):
         self.think: Think = think
         if api == "generate" and self.tools:
             raise UsageError("tools= needs api='chat': Ollama's /api/generate takes no tools")
+        if self.tool_choice not in (None, "auto", "none"):
+            raise UsageError(
+                f"OllamaPipe cannot take tool_choice={self.tool_choice!r}: Ollama's API has "
+                'no tool_choice (docs.ollama.com/api/chat); use "auto" or "none"'
+            )
         self.options: dict[str, Any] = dict(options or {})
         self.inline_tags: bool | Literal["auto"] = inline_tags
         self.start_in_reasoning = start_in_reasoning
@@ -153,14 +158,16 @@ class OllamaPipe(ProviderPipe):
         call: dict[str, Any] = {"model": self.model, "stream": True}
         if self.api == "chat":
             call["messages"] = request.chat_messages(self.turns(prompt))
-            if self.tools:
-                call["tools"] = [tool.to_openai() for tool in self.tools]
+            tools = request.chat_tools(self)
+            if tools:
+                call["tools"] = tools
         else:
             call.update(request.generate_prompt(self.turns(prompt)))
         if self.think is not None:
             call["think"] = self.think
-        if self.options:
-            call["options"] = dict(self.options)
+        options = request.runtime_options(self, self.options)
+        if options:
+            call["options"] = options
         call = self.with_reasoning(call)
         if self.extra_body:
             accepted = request.accepted_keywords(self.api)
