@@ -63,6 +63,8 @@ SLOW_TESTS = frozenset(
         "test_every_field_of_every_kind_of_chunk_with_every_kind_of_value",
         "test_the_demo_picture_is_recorded_by_its_script",
         "test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing",
+        "test_vercel_ui_tool_outputs_are_read_by_the_ai_sdk",
+        "test_the_app_runs_a_tool_loop_posted_by_a_browser",
     }
 )
 

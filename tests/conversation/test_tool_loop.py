@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reasoning_stream import (
     Conversation,
@@ -32,6 +34,7 @@ from reasoning_stream import (
 from reasoning_stream.conversation import ToolLoopResult
 from reasoning_stream.conversation._tool_loop import CANCELLED
 from reasoning_stream.testing import ScriptedPipe
+from tests.helpers import examples
 
 WAIT = 5.0
 """Seconds any test waits for something that should happen at once."""
@@ -504,3 +507,76 @@ def test_a_forced_tool_choice_holds_for_the_first_request_only(mode: str) -> Non
     assert choices == ["get_weather", "auto", "auto"]
     assert pipe.tool_choice == "get_weather"  # type: ignore[attr-defined]
     assert result.status == "completed"
+
+
+# ------------------------------------------------------------------- the law, any script
+
+OUTCOMES = ("ok", "raises", "unknown", "bad_json", "bad_schema")
+
+
+@tool
+def echo(n: int) -> str:
+    """Answers with its number, or raises for a negative one."""
+    if n < 0:
+        raise ValueError(f"negative {n}")
+    return f"ok {n}"
+
+
+def arguments_for(outcome: str, n: int) -> tuple[str, str]:
+    """The call a scripted model makes to get ``outcome`` from ``echo``."""
+    return {
+        "ok": ("echo", f'{{"n": {n}}}'),
+        "raises": ("echo", f'{{"n": {-n - 1}}}'),
+        "unknown": ("missing_tool", "{}"),
+        "bad_json": ("echo", '{"n": '),
+        "bad_schema": ("echo", '{"n": "seven"}'),
+    }[outcome]
+
+
+def expected_content(outcome: str, n: int) -> Callable[[str], bool]:
+    """An oracle for what the model reads back, written from the contract alone."""
+    return {
+        "ok": lambda text: text == f"ok {n}",
+        "raises": lambda text: text.startswith("Error") and f"negative {-n - 1}" in text,
+        "unknown": lambda text: text.startswith("Error") and "missing_tool" in text,
+        "bad_json": lambda text: text.startswith("Error") and "JSON" in text,
+        "bad_schema": lambda text: text.startswith("Error") and "n" in text,
+    }[outcome]
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    rounds=st.lists(st.lists(st.sampled_from(OUTCOMES), min_size=1, max_size=4), max_size=4),
+    max_steps=st.integers(1, 4),
+)
+def test_any_script_gives_one_result_per_call_in_order_and_the_right_status(
+    rounds: list[list[str]], max_steps: int
+) -> None:
+    scripted = [
+        [ToolCall(f"c{s}_{n}", *arguments_for(outcome, n)) for n, outcome in enumerate(round_)]
+        for s, round_ in enumerate(rounds)
+    ]
+    pipe = ScriptedPipe(model(*scripted))
+    chunks, events = recorder(pipe)
+    conversation = Conversation().add_user("go")
+    result = conversation.run_tools(pipe, tools=[echo], max_steps=max_steps)
+
+    ran = rounds[:max_steps]
+    assert result.status == ("max_steps" if len(rounds) >= max_steps else "completed")
+    assert len(result.steps) == min(len(rounds) + 1, max_steps)
+    sent = [m for m in conversation if m["role"] == "tool"]
+    expected = [(s, n, outcome) for s, round_ in enumerate(ran) for n, outcome in enumerate(round_)]
+    assert [m["tool_call_id"] for m in sent] == [f"c{s}_{n}" for s, n, _ in expected]
+    for message, (_, n, outcome) in zip(sent, expected, strict=True):
+        assert expected_content(outcome, n)(message["content"]), (outcome, message["content"])
+    flags = [r.is_error for r in result.tool_results]
+    assert flags == [outcome != "ok" for _, _, outcome in expected]
+    collected = "".join(chunks)
+    assert collected.count(ReasoningStream.OPEN_TAG) == collected.count(ReasoningStream.CLOSE_TAG)
+    # Per step: every ToolCall, then every ToolResult, in call order.
+    order = [(type(e).__name__, e.id) for e in events if isinstance(e, ToolCall | ToolResult)]
+    want = []
+    for s, round_ in enumerate(ran):
+        want += [("ToolCall", f"c{s}_{n}") for n in range(len(round_))]
+        want += [("ToolResult", f"c{s}_{n}") for n in range(len(round_))]
+    assert order == want
