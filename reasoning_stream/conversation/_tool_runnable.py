@@ -8,6 +8,7 @@ on its pipe, so the hub's stream holds every step's channel, each ``ToolCall`` a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Self
 
@@ -26,7 +27,34 @@ from ._tool_loop import (
     drive,
 )
 
-__all__ = ["ToolLoop"]
+__all__ = ["LoopStopped", "ToolLoop"]
+
+
+class LoopStopped(BaseException):
+    """Raised in a stopped :class:`ToolLoop` where its next model step would begin.
+
+    A cancellation, not an error (so ``except Exception`` does not swallow it): the loop was
+    stopped while it could not be interrupted (its tools running in a thread the hub left
+    behind), and must make no further request.
+    """
+
+
+class _StoppableSteps(ConversationSteps):
+    """A conversation's steps that refuse to begin once the loop was stopped."""
+
+    def __init__(self, conversation: Conversation, stopped: threading.Event, repair: bool) -> None:
+        super().__init__(conversation, repair=repair)
+        self.stopped = stopped
+
+    def run_step(self, pipe: Any) -> PipeResult:
+        if self.stopped.is_set():
+            raise LoopStopped("the tool loop was stopped before its next step")
+        return super().run_step(pipe)
+
+    async def arun_step(self, pipe: Any) -> PipeResult:
+        if self.stopped.is_set():
+            raise LoopStopped("the tool loop was stopped before its next step")
+        return await super().arun_step(pipe)
 
 
 class ToolLoop:
@@ -63,6 +91,7 @@ class ToolLoop:
         """The conversation of the latest run."""
         self.steps: list[ToolStep] = []
         """The steps of the latest run so far (a stopped run's result is built from them)."""
+        self._stopped = threading.Event()
 
     @property
     def name(self) -> str:
@@ -73,6 +102,16 @@ class ToolLoop:
     def pipes(self) -> tuple[Pipe]:
         """The one pipe this loop runs."""
         return (self.pipe,)
+
+    def stop(self) -> None:
+        """Make no further model request in the run under way (from any thread).
+
+        The loop raises :class:`LoopStopped` where its next step would begin; a step or tools
+        under way finish first. A hub calls this when it ends the stream of a stopped sync run
+        that it cannot interrupt (tools still running in their threads), so the loop left
+        behind never calls the model again. The next run starts afresh.
+        """
+        self._stopped.set()
 
     def set_streaming_callback(self, callback: StreamingCallback) -> Self:
         """The pipe's :meth:`~reasoning_stream.Pipe.set_streaming_callback`."""
@@ -99,7 +138,7 @@ class ToolLoop:
         steps = self._start(prompt)
         try:
             result = drive(
-                ConversationSteps(self._conversation(), repair=self.repair),
+                _StoppableSteps(self._conversation(), self._stopped, self.repair),
                 self.pipe,
                 max_steps=self.max_steps,
                 tools=self.tools,
@@ -116,7 +155,7 @@ class ToolLoop:
         steps = self._start(prompt)
         try:
             result = await adrive(
-                ConversationSteps(self._conversation(), repair=self.repair),
+                _StoppableSteps(self._conversation(), self._stopped, self.repair),
                 self.pipe,
                 max_steps=self.max_steps,
                 tools=self.tools,
@@ -142,6 +181,7 @@ class ToolLoop:
             )
         self.last_result = None
         self.steps = []
+        self._stopped = threading.Event()
         return self.steps
 
     def _conversation(self) -> Conversation:

@@ -418,6 +418,8 @@ def _end_silent(runnable: Runnable, control: RunControl) -> None:
     the run's callbacks (into the stream) and its capture (into the result). Its own thread
     is blocked in the model's silence meanwhile; what it does after that goes nowhere."""
     control.raised = True  # the closing chunks pass the gate
+    if isinstance(runnable, ToolLoop):
+        runnable.stop()  # the loop left behind must not call the model again
     pipes = runnable.pipes if isinstance(runnable, Pipeline | ToolLoop) else (runnable,)
     for pipe in pipes:
         channel = pipe._channel

@@ -141,7 +141,11 @@ async def test_astop_while_a_tool_runs_keeps_every_completed_step(hub: Hub) -> N
     assert entries[-1].final and entries[-1].status == "cancelled_before_answer"
 
 
-def test_stop_while_a_sync_tool_runs_ends_the_stream_within_a_second(hub: Hub) -> None:
+def test_stop_while_a_sync_tool_runs_ends_the_stream_and_the_loop_calls_the_model_no_more(
+    hub: Hub,
+) -> None:
+    """The tool cannot be interrupted: the stream ends within a second anyway, and when the
+    tool returns later the loop left behind adds its result and makes no further request."""
     release = threading.Event()
     started = threading.Event()
 
@@ -153,11 +157,11 @@ def test_stop_while_a_sync_tool_runs_ends_the_stream_within_a_second(hub: Hub) -
         return "late"
 
     pipe = ScriptedPipe(lambda prompt: [ToolCall("call_1", "blocking", "{}")])
+    conversation = Conversation().add_user("go")
     name = stream_id()
     outcome: list[Any] = []
-    runner = threading.Thread(
-        target=lambda: outcome.append(hub.run(name, ToolLoop(pipe, tools=[blocking]), "go"))
-    )
+    loop = ToolLoop(pipe, tools=[blocking])
+    runner = threading.Thread(target=lambda: outcome.append(hub.run(name, loop, conversation)))
     runner.start()
     try:
         assert started.wait(WAIT)
@@ -171,6 +175,13 @@ def test_stop_while_a_sync_tool_runs_ends_the_stream_within_a_second(hub: Hub) -
     (result,) = outcome
     assert result.status.startswith("cancelled")
     assert hub.read(name)[-1].final
+    deadline = time.monotonic() + WAIT
+    while conversation[-1]["role"] != "tool":  # the abandoned loop adds the late result
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.3)  # time enough for a next step, were one to begin
+    assert len(pipe.prompts) == 1
+    assert conversation[-1]["content"] == "late"
 
 
 def test_a_tool_loop_takes_a_pipe_and_a_prompt_it_can_read() -> None:
