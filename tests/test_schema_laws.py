@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from reasoning_stream._schema import schema_for, to_python
 from reasoning_stream._schema_check import parse_arguments, schema_errors
 from tests.helpers import examples
+from tests.test_tools import Place, Unit
 
 # ------------------------------------------------------------- schemas and fitting values
 
@@ -165,20 +166,8 @@ def test_fitting_objects_pass_as_json_text(case: tuple[dict[str, Any], Any]) -> 
 # ---------------------------------------------------------------- hints and their values
 
 
-class Colour(enum.Enum):
-    RED = "red"
-    GREEN = "green"
-
-
-@dataclasses.dataclass
-class Point:
-    x: int
-    y: float
-    label: str | None = None
-
-
 class Box(TypedDict):
-    corner: Point
+    corner: Place
     tags: list[str]
 
 
@@ -188,16 +177,16 @@ HINTS: list[Any] = [
     float,
     bool,
     Literal["a", "b", 3],
-    Colour,
+    Unit,
     list[int],
     tuple[str, ...],
     set[int],
     dict[str, float],
     int | None,
     int | str,
-    list[Point],
+    list[Place],
     Box,
-    dict[str, list[Colour | None]],
+    dict[str, list[Unit | None]],
 ]
 
 
@@ -240,7 +229,7 @@ def test_a_hinted_value_as_json_fits_its_schema_and_comes_back(case: tuple[Any, 
     data = json.loads(json.dumps(to_json(value)))
     assert schema_errors(schema_for(hint), data) == [], (hint, data)
     back = to_python(hint, data)
-    if hint in (int | str, dict[str, list[Colour | None]]) or hint is Box:
+    if hint in (int | str, dict[str, list[Unit | None]]) or hint is Box:
         # A TypedDict stays a dict; its nested dataclasses come back too.
         assert to_json(back) == to_json(value)
     else:

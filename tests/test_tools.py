@@ -216,7 +216,7 @@ def test_hints_without_a_schema_are_refused_naming_the_parameter() -> None:
 
     def slash(a: int, /) -> None: ...
 
-    with pytest.raises(UsageError, match="parameter thing: .*Opaque has no JSON Schema"):
+    with pytest.raises(UsageError, match=r"parameter thing: .*Opaque has no JSON Schema"):
         tool(takes)
     with pytest.raises(UsageError, match=r"\*names cannot be a tool parameter"):
         tool(star)
