@@ -226,13 +226,17 @@ def _union_schema(arguments: tuple[Any, ...], seen: frozenset[Any]) -> dict[str,
 
 def _typeddict_schema(hint: Any, seen: frozenset[Any]) -> dict[str, Any]:
     hints = get_type_hints(hint, include_extras=True)
-    properties = {}
+    properties, required = {}, []
     for name, value in hints.items():
-        # NotRequired / Required wrap the value type; the class records which keys are required.
-        if get_origin(value) in (typing.NotRequired, typing.Required):
-            value = get_args(value)[0]
-        properties[name] = schema_for(value, seen)
-    required = [name for name in hints if name in hint.__required_keys__]
+        # The class records which keys are required, except under ``from __future__ import
+        # annotations`` before Python 3.12, where NotRequired in a string goes unseen: the
+        # resolved hint says it then.
+        wrapper = get_origin(value)
+        if wrapper is typing.Required or (
+            wrapper is not typing.NotRequired and name in hint.__required_keys__
+        ):
+            required.append(name)
+        properties[name] = schema_for(_required_inner(value), seen)
     return _object(properties, required, hint)
 
 
