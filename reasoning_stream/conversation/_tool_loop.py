@@ -139,9 +139,9 @@ def over_budget(conversation: object) -> bool:
     """The budget hook: whether ``conversation``'s budget forbids the loop's next request.
 
     ``conversation.budget(...)`` (API section 16) plugs in here by giving the conversation a
-    ``budget_exhausted()`` method; a loop it stops ends with status ``"budget"``.
+    ``budget_exceeded()`` method; a loop it stops ends with status ``"budget"``.
     """
-    check = getattr(conversation, "budget_exhausted", None)
+    check = getattr(conversation, "budget_exceeded", None)
     return bool(check()) if callable(check) else False
 
 

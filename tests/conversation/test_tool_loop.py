@@ -580,3 +580,23 @@ def test_any_script_gives_one_result_per_call_in_order_and_the_right_status(
         want += [("ToolCall", f"c{s}_{n}") for n in range(len(round_))]
         want += [("ToolResult", f"c{s}_{n}") for n in range(len(round_))]
     assert order == want
+
+
+def test_the_budget_hook_stops_the_loop_before_its_next_request() -> None:
+    """``conversation.budget_exceeded()`` (the conversation budget's hook) is asked before
+    every step; once it says so, the loop ends with status ``"budget"``, no request sent."""
+
+    class Capped(Conversation):
+        __slots__ = ("spent",)
+
+        def budget_exceeded(self) -> bool:
+            return sum(1 for m in self if m["role"] == "assistant") >= 2
+
+    def always(prompt: Any) -> list[Any]:
+        return [call(len(list(prompt)), "get_weather", '{"city": "Paris"}')]
+
+    pipe = ScriptedPipe(always)
+    conversation = Capped().add_user("Weather?")
+    result = conversation.run_tools(pipe, tools=[get_weather])
+    assert result.status == "budget"
+    assert len(result.steps) == 2 and len(pipe.prompts) == 2
