@@ -587,7 +587,7 @@ def test_the_budget_hook_stops_the_loop_before_its_next_request() -> None:
     every step; once it says so, the loop ends with status ``"budget"``, no request sent."""
 
     class Capped(Conversation):
-        __slots__ = ("spent",)
+        __slots__ = ()
 
         def budget_exceeded(self) -> bool:
             return sum(1 for m in self if m["role"] == "assistant") >= 2
