@@ -13,11 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Self
 
 from .._callbacks import EventCallback, StreamingCallback
+from .._events import ToolResult
 from .._exceptions import UsageError
 from .._pipe import Pipe, PipeResult
 from .._tools import ToolLike
 from ._conversation import Conversation
 from ._tool_loop import (
+    CANCELLED,
     DEFAULT_MAX_STEPS,
     ConversationSteps,
     ToolLoopResult,
@@ -47,14 +49,26 @@ class _StoppableSteps(ConversationSteps):
         self.stopped = stopped
 
     def run_step(self, pipe: Any) -> PipeResult:
-        if self.stopped.is_set():
-            raise LoopStopped("the tool loop was stopped before its next step")
-        return super().run_step(pipe)
+        self._refuse()
+        return self._after(super().run_step(pipe))
 
     async def arun_step(self, pipe: Any) -> PipeResult:
+        self._refuse()
+        return self._after(await super().arun_step(pipe))
+
+    def _refuse(self) -> None:
         if self.stopped.is_set():
             raise LoopStopped("the tool loop was stopped before its next step")
-        return await super().arun_step(pipe)
+
+    def _after(self, result: PipeResult) -> PipeResult:
+        # Stopped while the model spoke: its calls are not run, each is answered as
+        # cancelled (the conversation stays valid to send), and the loop ends.
+        if self.stopped.is_set():
+            self.add_results(
+                [ToolResult(c.id, c.name, CANCELLED, is_error=True) for c in result.tool_calls]
+            )
+            self._refuse()
+        return result
 
 
 class ToolLoop:

@@ -249,9 +249,10 @@ class Hub:
     @overload
     def run(self, stream_id: str, runnable: ToolLoop, prompt: Any) -> ToolLoopResult: ...
     def run(self, stream_id: str, runnable: Runnable, prompt: Any) -> Result:
-        """Run a pipe or pipeline synchronously, publishing its channel as ``stream_id``.
+        """Run a pipe, a pipeline or a tool loop synchronously, publishing it as ``stream_id``.
 
-        Returns the run's result (a ``PipeResult``, or a ``PipelineResult`` for a pipeline).
+        Returns the run's result (a ``PipeResult``, a ``PipelineResult`` for a pipeline, a
+        ``ToolLoopResult`` for a :class:`~reasoning_stream.conversation.ToolLoop`).
         Raises :class:`StreamExistsError` (a ``UsageError``) when ``stream_id`` is taken; the
         run's own errors come through unchanged after the final entry is written; when the run
         succeeded but the hub could not publish everything, :class:`PublishError` carries the
@@ -317,7 +318,7 @@ class Hub:
         *,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> Result:
-        """Run a pipe or pipeline on the running event loop (asyncio or trio), publishing it.
+        """Run a pipe, pipeline or tool loop on the running event loop (asyncio or trio).
 
         As :meth:`run`. A cancelled run still writes its final entry (with the cancelled
         status) before the cancellation goes on. ``task_status.started()`` is called once

@@ -189,3 +189,34 @@ def test_a_tool_loop_takes_a_pipe_and_a_prompt_it_can_read() -> None:
         ToolLoop(object())  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="prompt"):
         ToolLoop(ScriptedPipe(["x"])).run(42)
+
+
+def test_stop_while_the_model_is_silent_runs_none_of_the_calls_it_then_makes(hub: Hub) -> None:
+    """Stopped while the model is silent: the stream ends at once; when the model's calls
+    come later, none runs, each is answered as cancelled, and no further request is made."""
+    ran: list[str] = []
+
+    @tool
+    def record() -> str:
+        """Must not run after the stop."""
+        ran.append("ran")
+        return "ran"
+
+    pipe = ScriptedPipe([ReasoningDelta("thinking"), 1.5, ToolCall("call_1", "record", "{}")])
+    conversation = Conversation().add_user("go")
+    name = stream_id()
+    outcome: list[Any] = []
+    loop = ToolLoop(pipe, tools=[record])
+    runner = threading.Thread(target=lambda: outcome.append(hub.run(name, loop, conversation)))
+    runner.start()
+    time.sleep(0.2)
+    assert hub.stop(name)
+    runner.join(WAIT)
+    assert not runner.is_alive() and outcome[0].status == "cancelled_before_answer"
+    deadline = time.monotonic() + WAIT
+    while conversation[-1]["role"] != "tool":  # the silent step ends after 1.5 s
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert ran == [] and len(pipe.prompts) == 1
+    assert "cancelled" in conversation[-1]["content"]
