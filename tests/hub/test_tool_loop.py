@@ -49,6 +49,28 @@ def stream_id() -> str:
     return f"loop-{uuid.uuid4().hex}"
 
 
+def start_in_thread(
+    hub: Hub, pipe: ScriptedPipe, tools: list[Any]
+) -> tuple[str, Conversation, list[Any], threading.Thread]:
+    """``hub.run`` of a ``ToolLoop`` on a new conversation, in a thread of its own."""
+    conversation = Conversation().add_user("go")
+    name = stream_id()
+    outcome: list[Any] = []
+    loop = ToolLoop(pipe, tools=tools)
+    runner = threading.Thread(target=lambda: outcome.append(hub.run(name, loop, conversation)))
+    runner.start()
+    return name, conversation, outcome, runner
+
+
+def wait_for_a_tool_message(conversation: Conversation) -> None:
+    """Until the loop left behind adds its last result (then a moment for any next step)."""
+    deadline = time.monotonic() + WAIT
+    while conversation[-1]["role"] != "tool":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.3)  # time enough for a next step, were one to begin
+
+
 def check_published(hub: Hub, name: str, chunks: list[str], status: str) -> None:
     entries = hub.read(name)
     assert [e.final for e in entries].count(True) == 1 and entries[-1].final
@@ -157,12 +179,7 @@ def test_stop_while_a_sync_tool_runs_ends_the_stream_and_the_loop_calls_the_mode
         return "late"
 
     pipe = ScriptedPipe(lambda prompt: [ToolCall("call_1", "blocking", "{}")])
-    conversation = Conversation().add_user("go")
-    name = stream_id()
-    outcome: list[Any] = []
-    loop = ToolLoop(pipe, tools=[blocking])
-    runner = threading.Thread(target=lambda: outcome.append(hub.run(name, loop, conversation)))
-    runner.start()
+    name, conversation, outcome, runner = start_in_thread(hub, pipe, [blocking])
     try:
         assert started.wait(WAIT)
         begun = time.monotonic()
@@ -175,11 +192,7 @@ def test_stop_while_a_sync_tool_runs_ends_the_stream_and_the_loop_calls_the_mode
     (result,) = outcome
     assert result.status.startswith("cancelled")
     assert hub.read(name)[-1].final
-    deadline = time.monotonic() + WAIT
-    while conversation[-1]["role"] != "tool":  # the abandoned loop adds the late result
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    time.sleep(0.3)  # time enough for a next step, were one to begin
+    wait_for_a_tool_message(conversation)  # the abandoned loop adds the late result
     assert len(pipe.prompts) == 1
     assert conversation[-1]["content"] == "late"
 
@@ -203,20 +216,11 @@ def test_stop_while_the_model_is_silent_runs_none_of_the_calls_it_then_makes(hub
         return "ran"
 
     pipe = ScriptedPipe([ReasoningDelta("thinking"), 1.5, ToolCall("call_1", "record", "{}")])
-    conversation = Conversation().add_user("go")
-    name = stream_id()
-    outcome: list[Any] = []
-    loop = ToolLoop(pipe, tools=[record])
-    runner = threading.Thread(target=lambda: outcome.append(hub.run(name, loop, conversation)))
-    runner.start()
+    name, conversation, outcome, runner = start_in_thread(hub, pipe, [record])
     time.sleep(0.2)
     assert hub.stop(name)
     runner.join(WAIT)
     assert not runner.is_alive() and outcome[0].status == "cancelled_before_answer"
-    deadline = time.monotonic() + WAIT
-    while conversation[-1]["role"] != "tool":  # the silent step ends after 1.5 s
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    time.sleep(0.3)
+    wait_for_a_tool_message(conversation)  # the silent step ends after 1.5 s
     assert ran == [] and len(pipe.prompts) == 1
     assert "cancelled" in conversation[-1]["content"]
