@@ -382,6 +382,14 @@ def test_every_tool_choice_in_the_documented_shape(wire: Wire, provider: str, ch
     assert where(body) == expected[choice]
 
 
+@pytest.mark.parametrize("provider", sorted(CHOICES))
+def test_no_tool_choice_is_sent_without_tools(wire: Wire, provider: str) -> None:
+    """OpenAI answers 400 to a ``tool_choice`` without ``tools`` ("'tool_choice' is only
+    allowed when 'tools' are specified"); no API needs one then."""
+    runner, where, _ = CHOICES[provider]
+    assert where(getattr(wire, runner)(tool_choice="none")) is None
+
+
 def test_bedrock_converse_none_leaves_the_tools_out(wire: Wire) -> None:
     assert "toolConfig" not in wire.converse(tools=[get_weather], tool_choice="none")
 

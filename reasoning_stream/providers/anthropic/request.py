@@ -67,7 +67,7 @@ def anthropic_options(pipe: ProviderPipe) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if pipe.tools:
         fields["tools"] = [anthropic_tool(tool) for tool in pipe.tools]
-    if pipe.tool_choice is not None:
+    if pipe.tools and pipe.tool_choice is not None:
         fields["tool_choice"] = anthropic_tool_choice(pipe.tool_choice)
     fields.update(pipe.sampling_fields(max_tokens=None, stop="stop_sequences"))
     return fields

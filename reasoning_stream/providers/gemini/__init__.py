@@ -191,7 +191,7 @@ class GeminiPipe(ProviderPipe):
             body["systemInstruction"] = {"parts": system}
         if self.tools or self.native_tools:
             body["tools"] = request.tool_declarations(self.tools, self.native_tools)
-        choice = request.tool_config(self.tool_choice)
+        choice = request.tool_config(self.tool_choice if self.tools else None)
         if choice is not None:
             body["toolConfig"] = choice
         generation = request.generation_settings(self)

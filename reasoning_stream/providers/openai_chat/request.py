@@ -113,7 +113,7 @@ def chat_options(pipe: ProviderPipe, max_tokens_key: str = "max_tokens") -> dict
     fields: dict[str, Any] = {}
     if pipe.tools:
         fields["tools"] = [chat_tool(tool) for tool in pipe.tools]
-    if pipe.tool_choice is not None:
+    if pipe.tools and pipe.tool_choice is not None:  # a choice without tools is a 400
         fields["tool_choice"] = chat_tool_choice(pipe.tool_choice)
     fields.update(pipe.sampling_fields(max_tokens=max_tokens_key))
     return fields

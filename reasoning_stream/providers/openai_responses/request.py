@@ -65,7 +65,7 @@ def responses_options(pipe: ProviderPipe) -> dict[str, Any]:
     if pipe.tools:
         fields["tools"] = [responses_tool(tool) for tool in pipe.tools]
     choice = pipe.tool_choice
-    if choice is not None:
+    if pipe.tools and choice is not None:
         named = choice not in ("auto", "required", "none")
         fields["tool_choice"] = {"type": "function", "name": choice} if named else choice
     fields.update(pipe.sampling_fields(max_tokens="max_output_tokens", stop=None))
