@@ -417,7 +417,6 @@ async def test_arun_tools_through_the_async_sdks() -> None:
     check_loop("gemini", spec, server, result, chunks, events)
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 @pytest.mark.anyio
 async def test_arun_tools_through_the_async_anthropic_sdk() -> None:
     spec = CASES["anthropic"]
@@ -431,3 +430,19 @@ async def test_arun_tools_through_the_async_anthropic_sdk() -> None:
             with anyio.fail_after(10):
                 result = await Conversation().add_user("Weather?").arun_tools(pipe)
     check_loop("anthropic", spec, server, result, chunks, events)
+
+
+@pytest.mark.anyio
+async def test_arun_tools_through_the_async_openai_sdk() -> None:
+    """Responses over ``AsyncOpenAI``: reasoning items and function calls replayed in order."""
+    spec = CASES["openai-responses"]
+    chunks: list[str] = []
+    events: list[Any] = []
+    async with WireServer(*spec.replies) as server:
+        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
+        async with client:
+            pipe = OpenAIResponsesPipe("o4-mini", client=client, store=False, tools=TOOLS)
+            pipe.set_streaming_callback(chunks.append).set_event_callback(events.append)
+            with anyio.fail_after(10):
+                result = await Conversation().add_user("Weather?").arun_tools(pipe)
+    check_loop("openai-responses", spec, server, result, chunks, events)
