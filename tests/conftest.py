@@ -65,6 +65,7 @@ SLOW_TESTS = frozenset(
         "test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing",
         "test_vercel_ui_tool_outputs_are_read_by_the_ai_sdk",
         "test_the_app_runs_a_tool_loop_posted_by_a_browser",
+        "test_stop_while_the_model_is_silent_runs_none_of_the_calls_it_then_makes",
     }
 )
 

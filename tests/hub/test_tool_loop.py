@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -23,10 +24,24 @@ from reasoning_stream import (
     tool,
 )
 from reasoning_stream.conversation import ToolLoop
-from reasoning_stream.hub import Hub
+from reasoning_stream.hub import Hub, MemoryHub, RedisHub
 from reasoning_stream.testing import ScriptedPipe
 
 WAIT = 5.0
+
+
+@pytest.fixture(params=["memory", "redis"])
+def hub(request: pytest.FixtureRequest) -> Iterator[Hub]:
+    """In memory and on one redis-server: the loop is the same on every hub (a cluster
+    changes where entries live, not what a tool loop publishes)."""
+    if request.param == "memory":
+        yield MemoryHub()
+        return
+    redis_hub = RedisHub(request.getfixturevalue("redis_url"))
+    try:
+        yield redis_hub
+    finally:
+        redis_hub.close()
 
 
 @tool
