@@ -36,6 +36,7 @@ from .._delivery import adeliver
 from .._events import ToolCall, ToolResult
 from .._exceptions import UsageError
 from .._pipe import Pipe
+from .._redact import redact_url_credentials
 from .._tools import ArgumentsError, Tool, ToolLike, to_tools
 
 __all__ = [
@@ -227,7 +228,10 @@ def _content(value: Any) -> str:
 
 
 def _failed(call: ToolCall, error: BaseException) -> str:
-    return f"Error: tool {call.name!r} raised {type(error).__name__}: {error}"
+    # The reason goes to the model, and through hubs to browsers: a URL's password never does.
+    return redact_url_credentials(
+        f"Error: tool {call.name!r} raised {type(error).__name__}: {error}"
+    )
 
 
 def _result(

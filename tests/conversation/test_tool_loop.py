@@ -600,3 +600,18 @@ def test_the_budget_hook_stops_the_loop_before_its_next_request() -> None:
     result = conversation.run_tools(pipe, tools=[get_weather])
     assert result.status == "budget"
     assert len(result.steps) == 2 and len(pipe.prompts) == 2
+
+
+def test_a_failing_tools_reason_never_carries_a_url_password() -> None:
+    """The reason reaches the model, hub entries and browsers: credentials are blanked."""
+
+    @tool
+    def query(sql: str) -> str:
+        """Query the database."""
+        raise ConnectionError("cannot reach postgresql://app:s3cret-pw@db.internal:5432/prod")
+
+    pipe = ScriptedPipe(model([call(1, "query", '{"sql": "select 1"}')]))
+    result = Conversation().add_user("go").run_tools(pipe, tools=[query])
+    (failed,) = result.tool_results
+    assert failed.is_error and "s3cret-pw" not in failed.content
+    assert "ConnectionError" in failed.content and "db.internal" in failed.content
