@@ -410,6 +410,13 @@ def test_bedrock_converse_none_with_tool_calls_in_the_history_is_refused_before_
     assert len(wire.server.requests) == sent
 
 
+def test_ollama_sends_the_same_tools_on_both_transports(wire: Wire) -> None:
+    """The lean transport posts the body the SDK would: the schema parts Ollama reads."""
+    root = {"client": wire.http, "base_url": wire.server.url, "transport": "httpx"}
+    lean = wire.body(OllamaPipe("qwen3", tools=[get_weather], **root))
+    assert lean["tools"] == wire.ollama_chat(tools=[get_weather])["tools"]
+
+
 def test_ollama_has_no_tool_choice_auto_and_none_only(wire: Wire) -> None:
     """Ollama's chat API has no ``tool_choice`` (docs.ollama.com/api/chat): ``"none"`` leaves
     the tools out; a forced choice cannot be sent and is refused at construction."""
