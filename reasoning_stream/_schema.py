@@ -45,11 +45,19 @@ def describe_function(function: Callable[..., Any]) -> tuple[str, dict[str, str]
     """The docstring's first paragraph, and each parameter's description from its ``Args:``
     section (Google style) or ``:param name:`` lines (Sphinx style)."""
     doc = inspect.getdoc(function) or ""
-    paragraphs = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)
-    summary = " ".join(paragraphs[0].split()) if doc.strip() else ""
-    if re.match(r"(Args|Arguments|Parameters):\s*$", paragraphs[0].splitlines()[0] if doc else ""):
-        summary = ""
-    return summary, _parameter_docs(doc)
+    summary: list[str] = []
+    for line in doc.strip().splitlines():
+        # The first paragraph ends at a blank line or where a section or field list starts.
+        if not line.strip() or _SECTION.match(line.strip()):
+            break
+        summary.append(line.strip())
+    return " ".join(summary), _parameter_docs(doc)
+
+
+_SECTION = re.compile(
+    r"(Args|Arguments|Parameters|Keyword Args|Keyword Arguments|Returns|Raises|Yields|"
+    r"Examples?|Notes?):\s*$|:(param|type|returns?|rtype|raises)\b"
+)
 
 
 def _parameter_docs(doc: str) -> dict[str, str]:

@@ -276,3 +276,25 @@ def test_tool_result_is_an_event_next_to_tool_call() -> None:
         result.content = "x"  # type: ignore[misc]
     assert ToolResult in reasoning_stream.Event.__args__  # type: ignore[attr-defined]
     assert ToolCall in reasoning_stream.Event.__args__  # type: ignore[attr-defined]
+
+
+def test_the_description_stops_where_a_section_or_field_list_starts() -> None:
+    @tool
+    def sphinx(x: int) -> int:
+        """Double a number
+        exactly.
+        :param x: the number.
+        """
+        return 2 * x
+
+    @tool
+    def sections_only(x: int) -> int:
+        """Args:
+        x: the number.
+        """
+        return x
+
+    assert sphinx.description == "Double a number exactly."
+    assert sphinx.parameters["properties"]["x"]["description"] == "the number."
+    assert sections_only.description == ""
+    assert sections_only.parameters["properties"]["x"]["description"] == "the number."

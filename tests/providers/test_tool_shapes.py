@@ -39,7 +39,7 @@ import openai
 import pytest
 from botocore.config import Config
 
-from reasoning_stream import Tool, UsageError, tool
+from reasoning_stream import Conversation, Tool, UsageError, tool
 from reasoning_stream.providers import (
     AnthropicPipe,
     BedrockPipe,
@@ -392,6 +392,29 @@ def test_no_tool_choice_is_sent_without_tools(wire: Wire, provider: str) -> None
 
 def test_bedrock_converse_none_leaves_the_tools_out(wire: Wire) -> None:
     assert "toolConfig" not in wire.converse(tools=[get_weather], tool_choice="none")
+
+
+def test_bedrock_converse_none_with_tool_calls_in_the_history_is_refused_before_sending(
+    wire: Wire,
+) -> None:
+    """Converse requires ``toolConfig`` once the history holds ``toolUse`` blocks
+    (docs.aws.amazon.com/bedrock/latest/userguide/tool-use.html), and has no ``none``."""
+    pipe = BedrockPipe(BEDROCK_CLAUDE, client=wire.bedrock, tools=[get_weather, get_time])
+    conversation = Conversation().add_user("Weather in Paris?")
+    for call in conversation.run(pipe).tool_calls:
+        conversation.add_tool_result(call.id, "18 C")
+    pipe.tool_choice = "none"
+    sent = len(wire.server.requests)
+    with pytest.raises(UsageError, match="no tool_choice 'none'"):
+        conversation.run(pipe)
+    assert len(wire.server.requests) == sent
+
+
+def test_ollama_sends_the_same_tools_on_both_transports(wire: Wire) -> None:
+    """The lean transport posts the body the SDK would: the schema parts Ollama reads."""
+    root = {"client": wire.http, "base_url": wire.server.url, "transport": "httpx"}
+    lean = wire.body(OllamaPipe("qwen3", tools=[get_weather], **root))
+    assert lean["tools"] == wire.ollama_chat(tools=[get_weather])["tools"]
 
 
 def test_ollama_has_no_tool_choice_auto_and_none_only(wire: Wire) -> None:

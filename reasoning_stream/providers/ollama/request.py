@@ -46,7 +46,33 @@ def chat_tools(pipe: ProviderPipe) -> list[dict[str, Any]]:
     ``"none"`` leaves the tools out of the request (``"auto"`` is what Ollama does)."""
     if pipe.tool_choice == "none":
         return []
-    return [tool.to_openai() for tool in pipe.tools]
+    tools = []
+    for tool in pipe.tools:
+        shaped = tool.to_openai()
+        shaped["function"]["parameters"] = _parameters(tool.parameters)
+        tools.append(shaped)
+    return tools
+
+
+_PARAMETER_KEYS = ("type", "$defs", "items", "required", "properties")
+_PROPERTY_KEYS = ("type", "items", "description", "enum")
+
+
+def _parameters(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a schema Ollama reads: its SDK's ``Tool.Function.Parameters`` keeps
+    ``type``, ``$defs``, ``items``, ``required`` and each property's ``type``, ``items``,
+    ``description`` and ``enum`` (the server's ``api.ToolFunction`` reads the same), so both
+    transports send exactly that."""
+    kept = {key: schema[key] for key in _PARAMETER_KEYS if key in schema}
+    properties = kept.get("properties")
+    if isinstance(properties, Mapping):
+        kept["properties"] = {
+            name: {key: value[key] for key in _PROPERTY_KEYS if key in value}
+            if isinstance(value, Mapping)
+            else value
+            for name, value in properties.items()
+        }
+    return kept
 
 
 def runtime_options(pipe: ProviderPipe, given: Mapping[str, Any]) -> dict[str, Any]:
