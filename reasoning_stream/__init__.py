@@ -23,6 +23,7 @@ from ._events import (
     ReasoningState,
     TextDelta,
     ToolCall,
+    ToolResult,
     Usage,
     UsageReport,
 )
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from ._effort import (
         merge_params as merge_params,
     )
+    from ._tools import Tool, tool
     from .conversation import (
         Conversation,
         GenerationRecord,
@@ -87,6 +89,8 @@ _LAZY = {
     "PassbackProblem": "conversation",
     "TurnRecord": "conversation",
     "profiles": "",
+    "Tool": "_tools",
+    "tool": "_tools",
 }
 
 
@@ -150,7 +154,9 @@ __all__ = [
     "StoreError",
     "TextDelta",
     "Timings",
+    "Tool",
     "ToolCall",
+    "ToolResult",
     "TurnRecord",
     "Usage",
     "UsageError",
@@ -159,6 +165,7 @@ __all__ = [
     "plan_reasoning",
     "profiles",
     "strip_inert_keys",
+    "tool",
 ]
 
 __version__ = "0.1.0"

@@ -37,6 +37,7 @@ from ._events import (
     ReasoningStart,
     TextDelta,
     ToolCall,
+    ToolResult,
     UsageReport,
 )
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
@@ -381,7 +382,7 @@ class Pipe:
                 capture.tool_calls.append(event)
             elif isinstance(event, UsageReport):
                 capture.usage = capture.usage.merged(event.usage)
-            else:
+            elif not isinstance(event, ToolResult):  # a result comes after the turn it answers
                 return
             if self._event_callbacks:
                 channel = self._channel

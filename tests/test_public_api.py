@@ -48,7 +48,9 @@ TOP_LEVEL = [
     "StoreError",
     "TextDelta",
     "Timings",
+    "Tool",
     "ToolCall",
+    "ToolResult",
     "TurnRecord",
     "Usage",
     "UsageError",
@@ -57,6 +59,7 @@ TOP_LEVEL = [
     "plan_reasoning",
     "profiles",
     "strip_inert_keys",
+    "tool",
 ]
 """``reasoning_stream.__all__``, pinned: a name joins or leaves it on purpose."""
 

@@ -8,6 +8,8 @@ One module per job:
   run under way;
 - ``_history``: the :class:`HistoryTurn` s a request carries for a prompt;
 - ``_preflight``: what a provider is documented to reject, and its repair;
+- ``_tool_loop``: ``run_tools``: run the pipe, run the tools it calls, send the results back;
+- ``_tool_runnable``: :class:`ToolLoop`, that loop as one run for a hub or the web app;
 - ``_conversation``: the container, :class:`Conversation`.
 
 Nothing here names a provider: each provider's rules come from its ``ProviderSpec``.
@@ -17,6 +19,8 @@ from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ._conversation import Conversation
 from ._policy import PassbackPolicy, ReasoningPassback, StatePassback
 from ._records import GenerationRecord, GenerationStatus, TurnRecord
+from ._tool_loop import ToolLoopResult, ToolLoopStatus, ToolStep
+from ._tool_runnable import ToolLoop
 
 __all__ = [
     "Conversation",
@@ -28,5 +32,9 @@ __all__ = [
     "PreflightTurn",
     "ReasoningPassback",
     "StatePassback",
+    "ToolLoop",
+    "ToolLoopResult",
+    "ToolLoopStatus",
+    "ToolStep",
     "TurnRecord",
 ]

@@ -26,6 +26,7 @@ from .._exceptions import UsageError
 from .._messages import INERT_MESSAGE_KEYS
 from ._passback import PassbackHistory, role_of
 from ._records import GenerationRecord, TurnRecord, plain_copy
+from ._tool_loop import DEFAULT_MAX_STEPS, ConversationSteps, ToolLoopResult, adrive, drive
 
 __all__ = ["Conversation", "RecordingStore", "recording_store"]
 
@@ -276,6 +277,31 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
             raise
         self.add(result)
         return result
+
+    def run_tools(
+        self, pipe: Any, *, max_steps: int = DEFAULT_MAX_STEPS, tools: Any = None,
+        repair: bool = False,
+    ) -> ToolLoopResult:  # fmt: skip
+        """Run ``pipe``, run the tools it calls, add the results, and repeat until it answers.
+
+        Each step is :meth:`run` (passback as the pipe's policy says; a failed or cancelled
+        step keeps its pending generation and raises). The calls of one response run
+        concurrently in worker threads (an async tool on a fresh event loop there); their
+        results are added in call order. A tool that raises, an unknown name or arguments that
+        do not fit the schema give an error result the model reads. The loop stops at an
+        answer without calls or after ``max_steps`` responses (``status == "max_steps"``).
+        ``tools`` defaults to ``pipe.tools``. See ``reasoning_stream.conversation._tool_loop``.
+        """
+        return drive(ConversationSteps(self, repair=repair), pipe, max_steps=max_steps, tools=tools)
+
+    async def arun_tools(
+        self, pipe: Any, *, max_steps: int = DEFAULT_MAX_STEPS, tools: Any = None,
+        repair: bool = False,
+    ) -> ToolLoopResult:  # fmt: skip
+        """:meth:`run_tools` on the event loop (asyncio or trio): async tools are awaited, sync
+        tools run in worker threads; cancellation keeps every completed step."""
+        steps = ConversationSteps(self, repair=repair)
+        return await adrive(steps, pipe, max_steps=max_steps, tools=tools)
 
     def _adopt(self, other: Conversation) -> None:
         # After a stored run, become what the store holds (other writers' turns included).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypedDict
 from urllib.parse import urlsplit
@@ -33,6 +33,7 @@ from .._events import ACCOUNT_KEY, PREFIX_KEY
 from .._exceptions import ProviderError, UsageError
 from .._messages import strip_inert_keys
 from .._pipe import Prompt
+from .._tools import Tool, ToolChoice, ToolLike, check_tool_choice, to_tools
 from .._turns import HistoryTurn
 from ..conversation._history import history_turns
 from ..conversation._scope import account_fingerprint, prefix_digest
@@ -60,6 +61,12 @@ class PipeOptions(TypedDict, total=False):
     stream_model_reasoning: bool
     reasoning: Reasoning
     stream: bool
+    tools: Iterable[ToolLike] | None
+    tool_choice: ToolChoice | None
+    temperature: float | None
+    top_p: float | None
+    max_tokens: int | None
+    stop: str | Sequence[str] | None
 
 
 class EndpointOptions(PipeOptions, total=False):
@@ -106,7 +113,20 @@ class ProviderPipe(Driver, metaclass=_Validated):
             back only to a pipe with the same :attr:`account`. Without a label the account
             is named by a fingerprint of the API key (never the key); a pipe that sees no
             key (a boto3 client, Ollama) is the unnamed account.
+        tools: the tools the model may call: :class:`~reasoning_stream.Tool` objects,
+            ``@tool``-decorated functions, or dicts in the OpenAI function shape; each is
+            sent in the API's own tool shape.
+        tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool's name (the model
+            must call that one); ``None`` sends nothing (the API's default).
+        temperature, top_p: sampling settings, sent in the API's own fields; ``None`` sends
+            nothing.
+        max_tokens: the output limit, in the API's own field (``None``: the pipe's default,
+            which is no limit except where the API requires one).
+        stop: a stop sequence or a list of them (``UsageError`` where the API has none).
     """
+
+    supports_stop: ClassVar[bool] = True
+    """Whether the API takes stop sequences (``stop=`` is refused where it does not)."""
 
     provider: str | None = None
     client_methods: ClassVar[tuple[str, ...]] = ()
@@ -131,10 +151,30 @@ class ProviderPipe(Driver, metaclass=_Validated):
         reasoning: Reasoning = None,
         stream: bool = True,
         account: str | None = None,
+        tools: Iterable[ToolLike] | None = None,
+        tool_choice: ToolChoice | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        stop: str | Sequence[str] | None = None,
     ) -> None:
         _check_model(type(self).__name__, model)
         if account is not None and (not isinstance(account, str) or not account.strip()):
             raise UsageError(f"account= takes a label such as 'team-a', got {account!r}")
+        self.tools: tuple[Tool, ...] = to_tools(tools)
+        """The tools the model may call, as :class:`~reasoning_stream.Tool` objects."""
+        check_tool_choice(tool_choice, self.tools)
+        self.tool_choice: ToolChoice | None = tool_choice
+        """``"auto"``, ``"required"``, ``"none"``, a tool's name, or ``None`` (not sent)."""
+        self.temperature: float | None = _number("temperature", temperature, 0.0, None)
+        self.top_p: float | None = _number("top_p", top_p, 0.0, 1.0)
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise UsageError(f"max_tokens must be a positive number of tokens, got {max_tokens!r}")
+        self.max_tokens: int | None = max_tokens
+        self.stop: tuple[str, ...] | None = _stop_sequences(type(self), stop)
+        """The stop sequences (``stop="x"`` is ``("x",)``), or ``None``."""
         validate_reasoning(reasoning)
         if not isinstance(stream, bool):
             raise UsageError(f"stream must be True or False, got {stream!r}")
@@ -279,6 +319,34 @@ class ProviderPipe(Driver, metaclass=_Validated):
             return request
         return merge_params(request, self.reasoning_plan().params)
 
+    # ----------------------------------------------------------------------- sampling
+
+    def sampling_fields(
+        self,
+        *,
+        temperature: str = "temperature",
+        top_p: str = "top_p",
+        max_tokens: str | None = "max_tokens",
+        stop: str | None = "stop",
+    ) -> dict[str, Any]:
+        """The sampling settings this pipe sets, under the API's own field names (a ``None``
+        name: the API takes that setting elsewhere); settings left unset are not sent.
+
+        >>> from reasoning_stream.providers import GeminiPipe
+        >>> GeminiPipe("m", temperature=0.2, stop="END").sampling_fields(stop="stopSequences")
+        {'temperature': 0.2, 'stopSequences': ['END']}
+        """
+        fields: dict[str, Any] = {}
+        for name, value in (
+            (temperature, self.temperature),
+            (top_p, self.top_p),
+            (max_tokens, self.max_tokens),
+            (stop, list(self.stop) if self.stop is not None else None),
+        ):
+            if name is not None and value is not None:
+                fields[name] = value
+        return fields
+
     # --------------------------------------------------------------------------- history
 
     def turns(self, prompt: Prompt | Any) -> list[HistoryTurn]:
@@ -395,6 +463,35 @@ class ProviderPipe(Driver, metaclass=_Validated):
                 text=len(result.text),
             )
         return raised
+
+
+def _number(name: str, value: object, low: float, high: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{name} must be a number, got {value!r}")
+    if value < low or (high is not None and value > high):
+        span = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
+        raise UsageError(f"{name} must be {span}, got {value!r}")
+    return value
+
+
+def _stop_sequences(kind: type[ProviderPipe], stop: object) -> tuple[str, ...] | None:
+    if stop is None:
+        return None
+    if not kind.supports_stop:
+        raise UsageError(
+            f"{kind.__name__} cannot take stop=: the provider's API has no stop sequences; "
+            "leave stop unset"
+        )
+    sequences = (stop,) if isinstance(stop, str) else stop
+    if not isinstance(sequences, Sequence) or not all(
+        isinstance(item, str) and item for item in sequences
+    ):
+        raise UsageError(f"stop must be a non-empty str or a list of them, got {stop!r}")
+    if not sequences:
+        raise UsageError("stop=[] stops on nothing; leave stop unset instead")
+    return tuple(sequences)
 
 
 def _check_model(pipe: str, model: object) -> None:
