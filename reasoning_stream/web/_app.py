@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from ..hub import (
     Entry,
     Hub,
     InvalidEntryIdError,
+    MemoryHub,
     Runnable,
     StreamExistsError,
     StreamExpiredError,
@@ -26,13 +27,17 @@ from ..hub import (
 )
 from ..hub._base import failure_reason
 from ._guard import LOOPBACK_HOSTS, BodyError, HostCheck, origin_refusal, read_json
+from ._openai import STREAM_ID_HEADER, ModelFactory, openai_routes
 from ._protocols import PROTOCOLS, ProtocolName, SSEEvent, translator_for
 from ._stop import stop_endpoint
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import Response
+    from starlette.responses import Response, StreamingResponse
+
+    from ..conversation._envelopes import SealKeys
+    from ..store import ConversationStore
 
 __all__ = ["create_app"]
 
@@ -63,6 +68,10 @@ def create_app(
     allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
     allowed_origins: Sequence[str] | None = None,
     max_body: int = 1_048_576,
+    seal_keys: Sequence[bytes | str] | None = None,
+    models: Mapping[str, ModelFactory] | None = None,
+    store: ConversationStore | None = None,
+    api_keys: Sequence[str] | None = None,
 ) -> Starlette:
     """An ASGI app that serves ``GET /streams/{stream_id}`` from ``hub`` as SSE.
 
@@ -110,6 +119,25 @@ def create_app(
     network without a reset) would otherwise hold its connection, and the entries queued for
     it, until TCP gives up; past the timeout the app ends that response without its closing
     chunk, so the client sees a cut stream and resumes with ``Last-Event-ID``, losing nothing.
+
+    ``seal_keys`` (``[key, *older]``; ``pip install 'reasoning-stream[envelopes]'``): serve
+    each run's sealed reasoning state for clients that keep the history themselves:
+    ``REASONING_ENCRYPTED_VALUE`` in ``ag-ui``, a reasoning part's ``providerMetadata`` in
+    ``vercel-ui``, ``envelope`` on ``channel``'s ``end``. The hub seals (give it the same
+    keys: ``MemoryHub(seal_keys=...)``, ``RedisHub(url, seal_keys=...)`` in the processes that
+    run pipes); ``Conversation.from_ag_ui`` / ``from_ui_messages`` open what comes back. An
+    envelope sealed with a key this app does not hold is still served, with a warning on
+    ``reasoning_stream.web``.
+
+    With ``models`` (names to factories that build a fresh pipe per request) the app is also
+    an OpenAI-compatible server: ``POST /v1/chat/completions`` (streaming and not) and
+    ``GET /v1/models``. Each completion runs through the hub under the stream id its
+    ``x-reasoning-stream-id`` header names (resumable with ``GET /streams/{id}``, stoppable
+    with ``DELETE``); reasoning goes out as ``reasoning_content``. With ``store`` (a
+    ``ConversationStore``) the opaque state of each answer is kept and re-attached when the
+    client sends the message back as role and content only. ``api_keys``: the bearer keys a
+    client must send to ``/v1/...`` (``None``: none asked; the server's provider key is then
+    spent for anyone who can reach it). See the docs page "OpenAI-compatible endpoint".
     """
     _import_starlette()
     from starlette.applications import Starlette
@@ -123,6 +151,7 @@ def create_app(
     if not isinstance(max_body, int) or max_body < 1:
         raise UsageError(f"max_body must be a positive number of bytes, got {max_body!r}")
     origins = tuple(allowed_origins or ())
+    keys = _seal_keys(hub, seal_keys, start)
 
     runs: dict[str, Any] = {}
 
@@ -144,7 +173,7 @@ def create_app(
         try:
             if after is not None:
                 hub.check_entry_id(after)
-            events = _events(hub, stream_id, protocol, after, timeout)
+            events = _events(hub, stream_id, protocol, after, timeout, keys)
             first = await _first(events)
         except InvalidEntryIdError as error:
             return PlainTextResponse(f"malformed or unknown Last-Event-ID: {error}", 400)
@@ -161,10 +190,7 @@ def create_app(
         response = StreamingResponse(
             _body(prelude, first, events), media_type="text/event-stream", headers=headers
         )
-        if keep_alive is not None or write_timeout is not None:
-            sender = _Sender(response, keep_alive, write_timeout)
-            response.stream_response = sender  # type: ignore[method-assign]
-        return response
+        return _streaming(response, keep_alive, write_timeout)
 
     async def post(request: Request) -> Response:
         assert start is not None
@@ -221,6 +247,18 @@ def create_app(
     ]
     if start is not None:
         route_list.append(Route("/streams/{stream_id}", post, methods=["POST"]))
+    if models is not None:
+        route_list += openai_routes(
+            hub,
+            models,
+            store=store,
+            api_keys=api_keys,
+            refusal=lambda request: origin_refusal(request, origins),
+            max_body=max_body,
+            timeout=timeout,
+            task_group=lambda: runs.get("group"),
+            streaming=lambda response: _streaming(response, keep_alive, write_timeout),
+        )
     route_list += routes or []
     middleware = []
     if origins:
@@ -229,13 +267,25 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=list(origins),
                 allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["content-type", "last-event-id"],
+                allow_headers=["content-type", "last-event-id", "authorization"],
+                expose_headers=[STREAM_ID_HEADER],
             )
         )
     if "*" not in allowed_hosts:
         # Outermost: a refused Host gets nothing else, not even a CORS answer.
         middleware.insert(0, Middleware(HostCheck, allowed_hosts=allowed_hosts))
     return Starlette(routes=route_list, middleware=middleware, lifespan=lifespan)
+
+
+def _streaming(
+    response: StreamingResponse, interval: float | None, write_timeout: float | None
+) -> StreamingResponse:
+    """``response``, sending :data:`KEEP_ALIVE` after ``interval`` silent seconds (``None``:
+    never), and cut off when a write waits ``write_timeout`` seconds (see :class:`_Sender`)."""
+    if interval is not None or write_timeout is not None:
+        sender = _Sender(response, interval, write_timeout)
+        response.stream_response = sender  # type: ignore[method-assign]
+    return response
 
 
 KEEP_ALIVE = b": keep-alive\n\n"
@@ -335,20 +385,54 @@ class _Claim:
         self._status.started(value)
 
 
+def _seal_keys(hub: Hub, seal_keys: object, start: object) -> SealKeys | None:
+    """The app's keys, checked; ``UsageError`` when its hub could never seal with them."""
+    if seal_keys is None:
+        return None
+    from ..conversation._envelopes import seal_keys_or_none
+
+    keys = seal_keys_or_none(seal_keys)  # type: ignore[arg-type]
+    if hub.seal_keys is None and (start is not None or isinstance(hub, MemoryHub)):
+        raise UsageError(
+            "create_app(seal_keys=...) serves the envelopes the hub seals, and this hub has no "
+            "keys: give it the same ones (MemoryHub(seal_keys=...), RedisHub(url, "
+            "seal_keys=...))"
+        )
+    return keys
+
+
+def _check_key(keys: SealKeys, stream_id: str, entry: Entry) -> None:
+    """Warn when a served envelope names a key this app does not hold (misconfigured keys)."""
+    envelope = entry.envelope
+    if envelope is not None and envelope.partition(".")[2].partition(".")[0] not in keys.key_ids:
+        logger.warning(
+            "stream %r was sealed with a key these seal_keys do not hold: its clients' "
+            "history will come back as envelope_invalid; give every process the same keys",
+            stream_id,
+        )
+
+
 async def _events(
-    hub: Hub, stream_id: str, protocol: ProtocolName, after: str | None, timeout: float
+    hub: Hub,
+    stream_id: str,
+    protocol: ProtocolName,
+    after: str | None,
+    timeout: float,
+    keys: SealKeys | None = None,
 ) -> AsyncIterator[list[SSEEvent]]:
     """The SSE events of the stream past ``after``'s entry, following it live, per entry.
 
     An entry's events go out in one write, so a connection that drops mid-stream has given
     the browser either all of an entry's events or none (``Last-Event-ID`` counts on that).
     """
-    translator = translator_for(protocol, stream_id)
-    # ``aclosing``: a response that ends early (a cut-off client) ends its subscription
+    translator = translator_for(protocol, stream_id, envelopes=keys is not None)
+    # ``_closing``: a response that ends early (a cut-off client) ends its subscription
     # at once, not whenever the generator is collected.
     if not translator.replays:
         async with _closing(hub.subscribe(stream_id, after=after, timeout=timeout)) as entries:
             async for entry in entries:
+                if keys is not None and entry.final:
+                    _check_key(keys, stream_id, entry)
                 events = translator.feed(entry)
                 if events:
                     yield events
@@ -370,6 +454,8 @@ async def _events(
                     "read it again from the start, use protocol=channel, or raise maxlen"
                 )
             first = False
+            if keys is not None and entry.final and not skipping:
+                _check_key(keys, stream_id, entry)
             events = translator.feed(entry)
             if skipping:
                 skipping = entry.id != after

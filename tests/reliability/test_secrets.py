@@ -452,7 +452,7 @@ def test_a_password_in_the_sdk_base_url_variable_stays_out_of_logs_and_errors(
     target = TARGETS[target_name]
     found = spec(target.provider)
     assert found is not None and found.base_url_env is not None
-    error_name, refused_reply = unauthorized(target, echo=False)
+    _, refused_reply = unauthorized(target, echo=False)
     prefix = fresh_prefix()
     wire.add(under(prefix, Reply(refused_reply)))
     path, model = ENV_TARGETS[target_name]
