@@ -108,11 +108,6 @@ class ProviderPipe(Driver, metaclass=_Validated):
         stream: ``True`` (the default) streams the answer; ``False`` makes one
             non-streaming request the way the provider documents it, and gives the same
             ``PipeResult`` and the same channel (one chunk per reasoning or text part).
-        account: a label naming the account the pipe runs under, for models whose opaque
-            state is bound to an account (profile ``binding`` ``"account"``): such state goes
-            back only to a pipe with the same :attr:`account`. Without a label the account
-            is named by a fingerprint of the API key (never the key); a pipe that sees no
-            key (a boto3 client, Ollama) is the unnamed account.
         tools: the tools the model may call: :class:`~reasoning_stream.Tool` objects,
             ``@tool``-decorated functions, or dicts in the OpenAI function shape; each is
             sent in the API's own tool shape.
@@ -123,6 +118,11 @@ class ProviderPipe(Driver, metaclass=_Validated):
         max_tokens: the output limit, in the API's own field (``None``: the pipe's default,
             which is no limit except where the API requires one).
         stop: a stop sequence or a list of them (``UsageError`` where the API has none).
+        account: a label naming the account the pipe runs under, for models whose opaque
+            state is bound to an account (profile ``binding`` ``"account"``): such state goes
+            back only to a pipe with the same :attr:`account`. Without a label the account
+            is named by a fingerprint of the API key (never the key); a pipe that sees no
+            key (a boto3 client, Ollama) is the unnamed account.
     """
 
     supports_stop: ClassVar[bool] = True
@@ -150,13 +150,13 @@ class ProviderPipe(Driver, metaclass=_Validated):
         stream_model_reasoning: bool = True,
         reasoning: Reasoning = None,
         stream: bool = True,
-        account: str | None = None,
         tools: Iterable[ToolLike] | None = None,
         tool_choice: ToolChoice | None = None,
         temperature: float | None = None,
         top_p: float | None = None,
         max_tokens: int | None = None,
         stop: str | Sequence[str] | None = None,
+        account: str | None = None,
     ) -> None:
         _check_model(type(self).__name__, model)
         if account is not None and (not isinstance(account, str) or not account.strip()):
