@@ -27,6 +27,7 @@ from ._events import (
     UsageReport,
 )
 from ._exceptions import (
+    BudgetExceededError,
     CallbackError,
     ConflictError,
     ConversationNotFoundError,
@@ -64,8 +65,10 @@ if TYPE_CHECKING:
         merge_params as merge_params,
     )
     from .conversation import (
+        Budget,
         Conversation,
         GenerationRecord,
+        LedgerEntry,
         PassbackPolicy,
         PassbackProblem,
         TurnRecord,
@@ -81,8 +84,10 @@ _LAZY = {
     "effort_table": "_effort",
     "merge_params": "_effort",
     "plan_reasoning": "_effort",
+    "Budget": "conversation",
     "Conversation": "conversation",
     "GenerationRecord": "conversation",
+    "LedgerEntry": "conversation",
     "PassbackPolicy": "conversation",
     "PassbackProblem": "conversation",
     "TurnRecord": "conversation",
@@ -116,6 +121,8 @@ __all__ = [
     "INERT_MESSAGE_KEYS",
     "PROVENANCE_KEY",
     "PROVENANCE_VALUES",
+    "Budget",
+    "BudgetExceededError",
     "CallbackError",
     "ConflictError",
     "Conversation",
@@ -124,6 +131,7 @@ __all__ = [
     "Event",
     "Finish",
     "GenerationRecord",
+    "LedgerEntry",
     "MalformedStreamError",
     "OpaqueState",
     "PassbackPolicy",
