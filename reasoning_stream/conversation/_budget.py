@@ -33,6 +33,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any, Final, Self
 
 from .._capture import PipeResult
@@ -42,8 +43,8 @@ __all__ = ["STEP_DOWN_AT", "Budget", "Budgeted", "lowered_effort"]
 
 logger = logging.getLogger("reasoning_stream.conversation")
 
-STEP_DOWN_AT: Final = (0.5, 0.8)
-"""Shares of a cap past which a run asks for one, then two, effort levels less."""
+STEP_DOWN_AT: Final = (Fraction(1, 2), Fraction(4, 5))
+"""Shares of a cap from which a run asks for one, then two, effort levels less."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,23 +87,27 @@ class Budget:
     @property
     def used(self) -> float:
         """The largest share of a cap spent (``0.0`` to ``1.0`` and past it)."""
-        shares = [0.0]
+        return float(self._share())
+
+    def _share(self) -> Fraction:
+        # Exact: a share just under a threshold must not round up to it.
+        shares = [Fraction(0)]
         if self.reasoning_tokens:
-            shares.append(self.spent_reasoning_tokens / self.reasoning_tokens)
+            shares.append(Fraction(self.spent_reasoning_tokens, self.reasoning_tokens))
         if self.usd:
-            shares.append(float(self.spent_usd / self.usd))
+            shares.append(Fraction(self.spent_usd) / Fraction(self.usd))
         return max(shares)
 
     @property
     def exceeded(self) -> bool:
         """Whether a cap is reached: no further run may start."""
-        return self.used >= 1.0
+        return self._share() >= 1
 
     @property
     def steps_down(self) -> int:
         """How many effort levels below the pipe's setting the next run asks for (0 to 2)."""
-        used = self.used
-        return sum(1 for share in STEP_DOWN_AT if used >= share)
+        share = self._share()
+        return sum(1 for threshold in STEP_DOWN_AT if share >= threshold)
 
     def check(self) -> None:
         """Raise ``BudgetExceededError`` when a cap is reached (a run must not start)."""
@@ -139,7 +144,7 @@ class Budget:
                 f"{self.spent_reasoning_tokens} of {self.reasoning_tokens} reasoning tokens"
             )
         if self.usd is not None:
-            parts.append(f"${self.spent_usd} of ${self.usd}")
+            parts.append(f"${_plain(self.spent_usd)} of ${_plain(self.usd)}")
         return " and ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -165,6 +170,11 @@ class Budget:
             spent_reasoning_tokens=spent_tokens,
             spent_usd=_dollars(data.get("spent_usd", "0"), allow_zero=True),
         )
+
+
+def _plain(value: Decimal) -> str:
+    """A decimal without trailing zeros or an exponent: ``0.00077``, ``100``."""
+    return format(value.normalize(), "f")
 
 
 def _dollars(value: object, *, allow_zero: bool = False) -> Decimal:
