@@ -72,15 +72,15 @@ def test_the_effort_steps_down_near_the_cap_and_no_request_goes_past_it() -> Non
 def test_a_dollar_cap_counts_the_price_of_each_run() -> None:
     # o4-mini, genai-prices: $1.10 input, $4.40 output per million; the followup's wire
     # reports 190 input and 40 output tokens: $0.000385 a run.
-    with WireServer("openai_responses_followup", "openai_responses_followup") as server:
-        with o4_mini(server) as pipe:
-            conversation = Conversation().add_user("hi").budget(usd="0.0007")
+    replies = ("openai_responses_followup", "openai_responses_followup")
+    with WireServer(*replies) as server, o4_mini(server) as pipe:
+        conversation = Conversation().add_user("hi").budget(usd="0.0007")
+        conversation.run(pipe)
+        budget = conversation.current_budget
+        assert budget is not None and budget.spent_usd == Decimal("0.000385")
+        conversation.run(pipe)  # 55 % spent: one level less
+        with pytest.raises(BudgetExceededError, match=r"\(\$0.00077 of \$0.0007\)"):
             conversation.run(pipe)
-            budget = conversation.current_budget
-            assert budget is not None and budget.spent_usd == Decimal("0.000385")
-            conversation.run(pipe)  # 55 % spent: one level less
-            with pytest.raises(BudgetExceededError, match=r"\(\$0.00077 of \$0.0007\)"):
-                conversation.run(pipe)
     assert efforts(server) == ["high", "medium"]
 
 

@@ -114,10 +114,10 @@ def test_gemini_thoughts_are_added_to_the_candidates_once() -> None:
 
 
 def test_the_ledger_survives_dumps_and_loads_and_old_dumps_have_none() -> None:
-    with WireServer("anthropic_interleaved_tool", "anthropic_tool_answer") as server:
-        with anthropic_pipe(server) as pipe:
-            conversation = weather_loop(pipe)
-            conversation.run(pipe)
+    replies = ("anthropic_interleaved_tool", "anthropic_tool_answer")
+    with WireServer(*replies) as server, anthropic_pipe(server) as pipe:
+        conversation = weather_loop(pipe)
+        conversation.run(pipe)
     loaded = Conversation.loads(conversation.dumps())
     assert loaded == conversation
     assert loaded.ledger() == conversation.ledger()
