@@ -124,6 +124,7 @@ def instrument(
     meter_provider: MeterProvider | None = None,
     capture_content: ContentCapture = "none",
     logger_provider: LoggerProvider | None = None,
+    time_per_output_chunk: bool = True,
 ) -> None:
     """Trace and measure every run of every pipe and pipeline from now on.
 
@@ -134,6 +135,9 @@ def instrument(
             Opaque reasoning state is never exported, whatever the level.
         logger_provider: where the ``gen_ai.client.operation.exception`` event of a failed
             run goes (default: the global one, ``set_logger_provider``).
+        time_per_output_chunk: record the conventions' ``time_per_output_chunk`` histogram on
+            streaming runs, one point per chunk after the first (default on). A point costs
+            the SDK's histogram record (several microseconds) per chunk: ``False`` saves it.
 
     Calling it again replaces the previous configuration. Raises ``UsageError`` with the install
     command when ``opentelemetry-api`` is missing.
@@ -153,7 +157,9 @@ def instrument(
     from opentelemetry._logs import get_logger
 
     events = get_logger(SCOPE_NAME, logger_provider=logger_provider)
-    observer = _Observer(tracer, _Instruments(meter), capture_content, events)
+    observer = _Observer(
+        tracer, _Instruments(meter), capture_content, events, per_chunk=time_per_output_chunk
+    )
     global _active
     with _lock:
         if _active is not None:

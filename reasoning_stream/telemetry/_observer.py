@@ -200,10 +200,12 @@ class _Observer:
         instruments: _Instruments,
         capture: ContentCapture,
         events: Any = None,
+        per_chunk: bool = True,
     ):
         from opentelemetry import context, trace
 
         self.events = events
+        self.per_chunk = per_chunk
 
         self.tracer = tracer
         self.instruments = instruments
@@ -234,7 +236,7 @@ class _Observer:
         if shape is not None:
             # Read now: an exhaustion retry or a budget changes it only for the run's length.
             scope.reasoning = getattr(runner, "reasoning", None)
-            if shape.streaming:
+            if shape.streaming and self.per_chunk:
                 scope.chunk_intervals = []
         return scope
 

@@ -97,6 +97,29 @@ def test_a_one_shot_request_records_no_time_per_chunk(otel: Otel) -> None:
     assert point.count == 2
 
 
+def test_the_per_chunk_metric_can_be_turned_off() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from reasoning_stream import telemetry
+
+    reader = InMemoryMetricReader()
+    telemetry.instrument(
+        meter_provider=MeterProvider(metric_readers=[reader]), time_per_output_chunk=False
+    )
+    try:
+        pipe = ScriptedPipe([TextDelta("a"), TextDelta("b"), TextDelta("c")])
+        pipe.run("x")
+        assert pipe._chunk_intervals is None
+    finally:
+        telemetry.uninstrument()
+    data = reader.get_metrics_data()
+    assert data is not None
+    names = {m.name for r in data.resource_metrics for s in r.scope_metrics for m in s.metrics}
+    assert "gen_ai.client.operation.duration" in names
+    assert METRIC not in names
+
+
 def test_without_telemetry_nothing_is_timed() -> None:
     pipe = ScriptedPipe([TextDelta("a"), TextDelta("b")])
     pipe.run("x")
