@@ -265,7 +265,8 @@ class Conversation(Budgeted, Sequence[dict[str, Any]]):
         stored one (``ConflictError`` when the stored one has turns it lacks), the pending
         generation is stored before the call and the answer appended after it, retried on
         a conflict; afterwards this conversation equals the stored one.
-        See ``reasoning_stream.store.run_stored``. Under a :meth:`budget`, see there.
+        See ``reasoning_stream.store.run_stored``. A :meth:`budget` near its cap lowers the
+        effort of the run; a spent one raises ``BudgetExceededError`` before any request.
         """
         budget = self._check_budget()
         with lowered_effort(pipe, budget):
