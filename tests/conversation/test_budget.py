@@ -172,3 +172,18 @@ def test_steps_and_refusal_follow_the_largest_share_of_a_cap(
     steps = max((2 * s >= c) + (5 * s >= 4 * c) for s, c in pairs)
     assert budget.steps_down == steps
     assert budget.exceeded == any(s >= c for s, c in pairs)
+
+
+def test_a_pipe_at_the_bottom_of_the_ladder_or_without_effort_runs_as_it_is() -> None:
+    replies = ("openai_responses_followup", "openai_responses_followup")
+    with WireServer(*replies) as server, o4_mini(server) as pipe:
+        pipe.reasoning = "low"
+        conversation = Conversation().add_user("hi").budget(reasoning_tokens=20)
+        conversation.run(pipe)  # 16 of 20: 80 %, two levels less than "low" is still "low"
+        conversation.add_user("more")
+        conversation.run(pipe)
+    assert efforts(server) == ["low", "low"]
+    scripted = Conversation().add_user("hi").budget(reasoning_tokens=10)
+    scripted.run(ScriptedPipe([UsageReport(Usage(reasoning_tokens=9)), "a"]))
+    assert scripted.current_budget is not None and scripted.current_budget.steps_down == 2
+    assert scripted.add_user("b").run(ScriptedPipe(["fine"])).text == "fine"
