@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from .._exceptions import UsageError
 from .._pipe import Prompt
 from ..conversation._history import check_prompt
 from ..hub import (
+    Entry,
     Hub,
     InvalidEntryIdError,
     Runnable,
@@ -57,6 +59,7 @@ def create_app(
     routes: list[Any] | None = None,
     retry: float | None = 1.0,
     keep_alive: float | None = 15.0,
+    write_timeout: float | None = 30.0,
     allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
     allowed_origins: Sequence[str] | None = None,
     max_body: int = 1_048_576,
@@ -101,6 +104,12 @@ def create_app(
     SSE comment, ``: keep-alive``, so proxies and load balancers do not close an idle
     connection. A comment has no ``id:`` and is no event: readers skip it and resume points
     are unchanged.
+
+    ``write_timeout`` (seconds; ``None``: wait forever) is how long one write to a client may
+    wait for the client to take it. A client that stopped reading (a stalled tab, a dead
+    network without a reset) would otherwise hold its connection, and the entries queued for
+    it, until TCP gives up; past the timeout the app ends that response without its closing
+    chunk, so the client sees a cut stream and resumes with ``Last-Event-ID``, losing nothing.
     """
     _import_starlette()
     from starlette.applications import Starlette
@@ -152,8 +161,9 @@ def create_app(
         response = StreamingResponse(
             _body(prelude, first, events), media_type="text/event-stream", headers=headers
         )
-        if keep_alive is not None:
-            response.stream_response = _KeepAlive(response, keep_alive)  # type: ignore[method-assign]
+        if keep_alive is not None or write_timeout is not None:
+            sender = _Sender(response, keep_alive, write_timeout)
+            response.stream_response = sender  # type: ignore[method-assign]
         return response
 
     async def post(request: Request) -> Response:
@@ -232,37 +242,48 @@ KEEP_ALIVE = b": keep-alive\n\n"
 """The SSE comment an idle response sends: no ``id:``, no event, skipped by every reader."""
 
 
-class _KeepAlive:
-    """A streaming response's sender that writes :data:`KEEP_ALIVE` when it has been silent.
+class _Sender:
+    """A streaming response's sender: keep-alive comments, and a write timeout.
 
-    The body is sent by this task; a ticker in a child task writes the comment whenever
-    ``interval`` seconds passed without a write. A lock keeps the two from interleaving
-    (an entry's events go out in one write, so a comment never splits them).
+    The body is sent by this task; a ticker in a child task writes :data:`KEEP_ALIVE`
+    whenever ``interval`` seconds passed without a write. A lock keeps the two from
+    interleaving (an entry's events go out in one write, so a comment never splits them).
+    A write the client has not taken within ``write_timeout`` seconds ends the response
+    without its closing chunk: the server closes the connection (uvicorn logs that the
+    response was not completed) and the client resumes with ``Last-Event-ID``.
     """
 
-    def __init__(self, response: Any, interval: float) -> None:
+    def __init__(self, response: Any, interval: float | None, write_timeout: float | None) -> None:
         self._response = response
         self._interval = interval
+        self._write_timeout = math.inf if write_timeout is None else write_timeout
 
     async def __call__(self, send: Any) -> None:
         response = self._response
         lock = anyio.Lock()
         last = anyio.current_time()
+        limit = self._write_timeout
+        stalled = False
 
         async def write(message: dict[str, Any]) -> None:
-            nonlocal last
+            nonlocal last, stalled
             async with lock:
-                await send(message)
+                with anyio.move_on_after(limit) as scope:
+                    await send(message)
+                if scope.cancelled_caught:
+                    stalled = True
+                    group.cancel_scope.cancel()
+                    return
                 last = anyio.current_time()
 
         failure: Exception | None = None
 
-        async def tick() -> None:
+        async def tick(interval: float) -> None:
             nonlocal failure
             try:
                 while True:
-                    await anyio.sleep(max(0.0, last + self._interval - anyio.current_time()))
-                    if anyio.current_time() - last >= self._interval:
+                    await anyio.sleep(max(0.0, last + interval - anyio.current_time()))
+                    if anyio.current_time() - last >= interval:
                         await write(
                             {"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True}
                         )
@@ -278,15 +299,27 @@ class _KeepAlive:
             }
         )
         async with anyio.create_task_group() as group:
-            group.start_soon(tick)
+            if self._interval is not None:
+                group.start_soon(tick, self._interval)
             try:
                 async for chunk in response.body_iterator:
                     await write({"type": "http.response.body", "body": chunk, "more_body": True})
             except Exception as error:  # re-raised below, unwrapped (Starlette expects OSError)
                 failure = failure or error
             group.cancel_scope.cancel()
+        if stalled:
+            # The body's generators hold a hub subscription: end it now, not when collected.
+            with anyio.CancelScope(shield=True):
+                await response.body_iterator.aclose()
         if failure is not None:
             raise failure
+        if stalled:
+            logger.info(
+                "a client took no data for %s s: its response ends here and it resumes "
+                "with Last-Event-ID",
+                limit,
+            )
+            return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -311,11 +344,14 @@ async def _events(
     the browser either all of an entry's events or none (``Last-Event-ID`` counts on that).
     """
     translator = translator_for(protocol, stream_id)
+    # ``aclosing``: a response that ends early (a cut-off client) ends its subscription
+    # at once, not whenever the generator is collected.
     if not translator.replays:
-        async for entry in hub.subscribe(stream_id, after=after, timeout=timeout):
-            events = translator.feed(entry)
-            if events:
-                yield events
+        async with _closing(hub.subscribe(stream_id, after=after, timeout=timeout)) as entries:
+            async for entry in entries:
+                events = translator.feed(entry)
+                if events:
+                    yield events
         return
     # Stateful protocols are a function of the whole stream: replay it from the first entry
     # and send only what comes after ``after`` (checked first: trimmed or unknown ids fail).
@@ -323,22 +359,34 @@ async def _events(
         await anyio.to_thread.run_sync(hub.read, stream_id, after)
     skipping = after is not None
     first = True
-    async for entry in hub.subscribe(stream_id, timeout=timeout):
-        if first and skipping and entry.id != hub.first_entry_id:
-            # The parts the client holds were opened by entries retention dropped: a replay
-            # from what is left would continue them under ids the client never saw.
-            raise StreamExpiredError(
-                f"the start of stream {stream_id!r} was trimmed (the hub's maxlen={hub.maxlen} "
-                f"keeps the latest entries only), so protocol={protocol} cannot resume it; "
-                "read it again from the start, use protocol=channel, or raise maxlen"
-            )
-        first = False
-        events = translator.feed(entry)
-        if skipping:
-            skipping = entry.id != after
-            continue
-        if events:
-            yield events
+    async with _closing(hub.subscribe(stream_id, timeout=timeout)) as entries:
+        async for entry in entries:
+            if first and skipping and entry.id != hub.first_entry_id:
+                # The parts the client holds were opened by entries retention dropped: a replay
+                # from what is left would continue them under ids the client never saw.
+                raise StreamExpiredError(
+                    f"the start of stream {stream_id!r} was trimmed (the hub's maxlen={hub.maxlen} "
+                    f"keeps the latest entries only), so protocol={protocol} cannot resume it; "
+                    "read it again from the start, use protocol=channel, or raise maxlen"
+                )
+            first = False
+            events = translator.feed(entry)
+            if skipping:
+                skipping = entry.id != after
+                continue
+            if events:
+                yield events
+
+
+@asynccontextmanager
+async def _closing(iterator: AsyncIterator[Entry]) -> AsyncIterator[AsyncIterator[Entry]]:
+    """``iterator``, closed on exit when it can be (a hub's subscription is a generator)."""
+    try:
+        yield iterator
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 async def _first(events: AsyncIterator[list[SSEEvent]]) -> list[SSEEvent] | None:
@@ -351,11 +399,13 @@ async def _first(events: AsyncIterator[list[SSEEvent]]) -> list[SSEEvent] | None
 async def _body(
     prelude: bytes, first: list[SSEEvent], events: AsyncIterator[list[SSEEvent]]
 ) -> AsyncIterator[bytes]:
-    yield prelude + b"".join(event.encode() for event in first)
     try:
+        yield prelude + b"".join(event.encode() for event in first)
         async for group in events:
             yield b"".join(event.encode() for event in group)
     except (StreamExpiredError, UsageError):
         # A reader that fell behind retention: end the response; the client's resume gets
         # the 410 that says so.
         return
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]

@@ -213,7 +213,7 @@ class AnthropicPipe(ProviderPipe):
         url = self.lean_url(
             client,
             "v1/messages",
-            base=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+            base=self.base_url,
             default=DEFAULT_BASE_URL,
         )
         sent = {"anthropic-version": API_VERSION, "accept": "application/json"}

@@ -255,7 +255,7 @@ class OpenAIResponsesPipe(ProviderPipe):
             url = self.lean_url(
                 client,
                 "responses",
-                base=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+                base=self.base_url,
                 default=DEFAULT_BASE_URL,
             )
             key = self._api_key or os.environ.get("OPENAI_API_KEY")
