@@ -69,22 +69,30 @@ def repaired(
     turns: list[HistoryTurn],
     checked: Sequence[PreflightTurn],
     policy: PassbackPolicy,
+    notes: Sequence[str] = (),
 ) -> list[HistoryTurn]:
     """``turns`` with what the provider's docs say to drop or fill dropped or filled.
 
-    A ``UserWarning`` says what changed; with nothing to repair, ``turns`` come back as
-    they are.
+    A ``UserWarning`` says what changed (``notes`` first: what was repaired before, such as
+    state that cannot go to this pipe); with nothing to repair, ``turns`` come back as they
+    are. A provider's repair raises ``UsageError`` where its docs offer no drop or fill.
     """
     found = rules_for(pipe)
-    if found is None or found.repair is None or not find_problems(found, pipe, checked, policy):
-        return turns
-    fixed, notes = found.repair(pipe, checked, policy)
-    if notes:
+    fixed = turns
+    said = list(notes)
+    if (
+        found is not None
+        and found.repair is not None
+        and find_problems(found, pipe, checked, policy)
+    ):
+        fixed, more = found.repair(pipe, checked, policy)
+        said += more
+    if said:
         warnings.warn(
-            "repaired the conversation for the provider: " + "; ".join(notes),
+            "repaired the conversation for the provider: " + "; ".join(said),
             UserWarning,
             # The pipe's call for its turns, past this module, the conversation and history.
-            stacklevel=4,
+            stacklevel=5,
         )
     return fixed
 
