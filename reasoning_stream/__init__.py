@@ -28,6 +28,7 @@ from ._events import (
     UsageReport,
 )
 from ._exceptions import (
+    BudgetExceededError,
     CallbackError,
     ConflictError,
     ConversationNotFoundError,
@@ -66,8 +67,10 @@ if TYPE_CHECKING:
     )
     from ._tools import Tool, tool
     from .conversation import (
+        Budget,
         Conversation,
         GenerationRecord,
+        LedgerEntry,
         PassbackPolicy,
         PassbackProblem,
         TurnRecord,
@@ -83,8 +86,10 @@ _LAZY = {
     "effort_table": "_effort",
     "merge_params": "_effort",
     "plan_reasoning": "_effort",
+    "Budget": "conversation",
     "Conversation": "conversation",
     "GenerationRecord": "conversation",
+    "LedgerEntry": "conversation",
     "PassbackPolicy": "conversation",
     "PassbackProblem": "conversation",
     "TurnRecord": "conversation",
@@ -120,6 +125,8 @@ __all__ = [
     "INERT_MESSAGE_KEYS",
     "PROVENANCE_KEY",
     "PROVENANCE_VALUES",
+    "Budget",
+    "BudgetExceededError",
     "CallbackError",
     "ConflictError",
     "Conversation",
@@ -128,6 +135,7 @@ __all__ = [
     "Event",
     "Finish",
     "GenerationRecord",
+    "LedgerEntry",
     "MalformedStreamError",
     "OpaqueState",
     "PassbackPolicy",

@@ -24,8 +24,16 @@ from typing import Any, Protocol, Self, cast, overload
 from .._capture import PipeResult
 from .._exceptions import UsageError
 from .._messages import INERT_MESSAGE_KEYS
+from ._budget import Budget, Budgeted, lowered_effort
 from ._passback import PassbackHistory, role_of
-from ._records import GenerationRecord, TurnRecord, plain_copy
+from ._records import (
+    GenerationRecord,
+    LedgerEntry,
+    TurnRecord,
+    ledger_entries,
+    plain_copy,
+    saved_turns,
+)
 from ._tool_loop import DEFAULT_MAX_STEPS, ConversationSteps, ToolLoopResult, adrive, drive
 
 __all__ = ["Conversation", "RecordingStore", "recording_store"]
@@ -60,7 +68,7 @@ def recording_store(store: object) -> RecordingStore:
     return cast(RecordingStore, store)
 
 
-class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
+class Conversation(PassbackHistory, Budgeted, Sequence[dict[str, Any]]):
     """The canonical chat history, plus each assistant turn's provider state beside it.
 
     Messages are plain dicts in the chat-completions shape: ``role`` (``system``, ``user``,
@@ -90,7 +98,8 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
         conversation.add(pipe.run(conversation))   # signed thinking goes back as required
 
     ``conversation.run(pipe)`` does the run and the ``add`` in one step, and keeps a
-    :class:`GenerationRecord` of a run that fails or is cancelled.
+    :class:`GenerationRecord` of a run that fails or is cancelled. :meth:`ledger` lists what
+    each model call used and cost; :meth:`budget` caps what the runs may spend.
     """
 
     __slots__ = ("_messages", "_pending", "_records", "_repair")
@@ -102,6 +111,7 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
         self._records: list[TurnRecord | None] = []
         self._pending: GenerationRecord | None = None
         self._repair = False
+        self._budget: Budget | None = None
         if system is not None:
             self.add_system(system)
         for message in messages:
@@ -122,6 +132,16 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
     def pending_generation(self) -> GenerationRecord | None:
         """The run begun with :meth:`begin_generation` and not yet added, if any."""
         return self._pending
+
+    def ledger(self) -> list[LedgerEntry]:
+        """One :class:`LedgerEntry` per model call whose answer this conversation holds.
+
+        In order: ``turn`` numbers the user message answered (from 0), ``step`` the call in
+        that turn's tool loop (0 for a plain answer); tokens and the USD cost are those the
+        run reported when it was added. Turns added by hand, or saved before the ledger
+        existed, have no entry.
+        """
+        return ledger_entries(self._messages, self._records)
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -194,6 +214,8 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
             )
         self._append(plain_copy({**result.message, **extra}), TurnRecord.from_result(result))
         self._pending = None
+        if self._budget is not None:
+            self._budget = self._budget.charged(result)
         return self
 
     def _append(self, message: dict[str, Any], record: TurnRecord | None) -> None:
@@ -237,20 +259,22 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
         stored one (``ConflictError`` when the stored one has turns it lacks), the pending
         generation is stored before the call and the answer appended after it, retried on
         a conflict; afterwards this conversation equals the stored one.
-        See ``reasoning_stream.store.run_stored``.
+        See ``reasoning_stream.store.run_stored``. A :meth:`budget` near its cap lowers the
+        effort of the run; a spent one raises ``BudgetExceededError`` before any request.
         """
-        if store is not None or conversation_id is not None:
-            answer, latest = recording_store(store)._run_with(
-                conversation_id, pipe, self, repair=repair
-            )
-            self._adopt(latest)
-            return answer
-        record = self.begin_generation(pipe)
-        try:
-            result: PipeResult = pipe.run(self.with_repair() if repair else self)
-        except BaseException:
-            record.update_from(getattr(pipe, "last_result", None))
-            raise
+        budget = self._check_budget()
+        with lowered_effort(pipe, budget):
+            if store is not None or conversation_id is not None:
+                answer, latest = recording_store(store)._run_with(
+                    conversation_id, pipe, self, repair=repair
+                )
+                return self._adopt(latest, budget, answer)
+            record = self.begin_generation(pipe)
+            try:
+                result: PipeResult = pipe.run(self.with_repair() if repair else self)
+            except BaseException:
+                self._failed(record, pipe)
+                raise
         self.add(result)
         return result
 
@@ -263,18 +287,19 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
         conversation_id: str | None = None,
     ) -> PipeResult:
         """:meth:`run` on the running event loop, through ``pipe.arun``."""
-        if store is not None or conversation_id is not None:
-            answer, latest = await recording_store(store)._arun_with(
-                conversation_id, pipe, self, repair=repair
-            )
-            self._adopt(latest)
-            return answer
-        record = self.begin_generation(pipe)
-        try:
-            result: PipeResult = await pipe.arun(self.with_repair() if repair else self)
-        except BaseException:
-            record.update_from(getattr(pipe, "last_result", None))
-            raise
+        budget = self._check_budget()
+        with lowered_effort(pipe, budget):
+            if store is not None or conversation_id is not None:
+                answer, latest = await recording_store(store)._arun_with(
+                    conversation_id, pipe, self, repair=repair
+                )
+                return self._adopt(latest, budget, answer)
+            record = self.begin_generation(pipe)
+            try:
+                result: PipeResult = await pipe.arun(self.with_repair() if repair else self)
+            except BaseException:
+                self._failed(record, pipe)
+                raise
         self.add(result)
         return result
 
@@ -303,11 +328,20 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
         steps = ConversationSteps(self, repair=repair)
         return await adrive(steps, pipe, max_steps=max_steps, tools=tools)
 
-    def _adopt(self, other: Conversation) -> None:
-        # After a stored run, become what the store holds (other writers' turns included).
+    def _adopt(self, other: Conversation, budget: Budget | None, answer: PipeResult) -> PipeResult:
+        # Become what the store holds (other writers' turns too); charge the answer once.
         if other is not self:
             self._messages, self._records = other._messages, other._records
             self._pending = other._pending
+        self._budget = None if budget is None else budget.charged(answer)
+        return answer
+
+    def _failed(self, record: GenerationRecord, pipe: Any) -> None:
+        # A failed or cancelled run keeps what it captured, and what it spent is spent.
+        partial: PipeResult | None = getattr(pipe, "last_result", None)
+        record.update_from(partial)
+        if self._budget is not None and partial is not None:
+            self._budget = self._budget.charged(partial)
 
     def with_repair(self) -> Conversation:
         """A copy whose runs repair what :meth:`preflight` finds instead of raising.
@@ -330,6 +364,7 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
         branch = Conversation()
         branch._messages = [plain_copy(message) for message in self._messages[:end]]
         branch._records = list(self._records[:end])
+        branch._budget = self._budget
         if keep_pending and self._pending is not None:
             branch._pending = GenerationRecord.from_json(self._pending.to_json())
         return branch
@@ -453,35 +488,21 @@ class Conversation(PassbackHistory, Sequence[dict[str, Any]]):
             "messages": self.messages,
             "records": [None if record is None else record.to_json() for record in self._records],
             "pending_generation": None if self._pending is None else self._pending.to_json(),
+            "budget": None if self._budget is None else self._budget.to_json(),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Conversation:
-        """Rebuild a conversation written by :meth:`to_json`."""
-        if data.get("format", _FORMAT) != _FORMAT:
-            raise UsageError(f"not a saved conversation (format {data.get('format')!r})")
-        version = data.get("version", _VERSION)
-        if version != _VERSION:
-            raise UsageError(
-                f"saved conversation has version {version}; this library reads {_VERSION}"
-            )
-        messages: Sequence[Mapping[str, Any]] = data.get("messages", ())
-        records: Sequence[Mapping[str, Any] | None] | None = data.get("records")
-        if records is None:
-            records = [None] * len(messages)
-        if len(records) != len(messages):
-            raise UsageError(
-                f"saved conversation is inconsistent: {len(messages)} messages but "
-                f"{len(records)} records"
-            )
+        """Rebuild a conversation written by :meth:`to_json` (an older one too)."""
         conversation = cls()
-        for message, record in zip(messages, records, strict=True):
-            conversation._append(
-                plain_copy(message), None if record is None else TurnRecord.from_json(record)
-            )
+        for message, record in saved_turns(data, _FORMAT, _VERSION):
+            conversation._append(plain_copy(message), record)
         pending = data.get("pending_generation")
         if pending is not None:
             conversation._pending = GenerationRecord.from_json(pending)
+        budget = data.get("budget")
+        if budget is not None:
+            conversation._budget = Budget.from_json(budget)
         return conversation
 
     def dumps(self, **options: Any) -> str:
