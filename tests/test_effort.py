@@ -26,7 +26,10 @@ from reasoning_stream._effort import (
 
 # Every test starts with no (provider, model) warned yet; the table tests do not need to hear
 # the one-time warnings, which test_*_warns_once checks on its own.
-pytestmark = pytest.mark.filterwarnings("ignore::reasoning_stream._effort.ReasoningWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::reasoning_stream._effort.ReasoningWarning"),
+    pytest.mark.filterwarnings("ignore::reasoning_stream.profiles.UnknownModelWarning"),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -202,7 +205,9 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     ("openai-chat", "Qwen/QwQ-32B"): ALWAYS_REASONS,
     ("openai-chat", "Qwen/Qwen3-235B-A22B-Thinking-2507"): ALWAYS_REASONS,
     ("openai-chat", "o1-mini"): ALWAYS_REASONS,
-    ("openai-chat", "gpt-5-pro"): ALWAYS_REASONS,
+    # gpt-5 pro documents one effort, high (its profile row, platform.openai.com/docs/guides/
+    # reasoning): every level is sent as high, which the model takes (it used to send nothing).
+    ("openai-chat", "gpt-5-pro"): row(NOTHING, *[effort("high")] * 7),
     ("openai-chat", "gpt-4o"): CANNOT_REASON,
     ("openai-chat", "gpt-4.1-mini"): CANNOT_REASON,
     ("openai-chat", "gpt-3.5-turbo"): CANNOT_REASON,
@@ -216,11 +221,13 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     ("openai-responses", "gpt-5.1-codex-max"): effort_row(NOTHING, responses),
     ("openai-responses", "gpt-oss-20b"): effort_row(NOTHING, responses),
     ("openai-responses", "Qwen/Qwen3-8B"): effort_row(NOTHING, responses),
-    ("openai-responses", "gpt-5-pro"): ALWAYS_REASONS,
+    ("openai-responses", "gpt-5-pro"): row(NOTHING, *[responses("high")] * 7),
     ("openai-responses", "gpt-4.1"): CANNOT_REASON,
     # openrouter
+    # DeepSeek-R1 always reasons (api-docs.deepseek.com/guides/reasoning_model, its profile
+    # row): False is refused with a warning instead of sending enabled: false.
     ("openrouter", "deepseek/deepseek-r1"): row(
-        {"reasoning": {"enabled": False}},
+        NOTHING,
         {"reasoning": {"enabled": True}},
         {"reasoning": {"effort": "low"}},
         {"reasoning": {"effort": "medium"}},
@@ -295,14 +302,16 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     ("gemini", "models/gemini-2.5-flash"): row(gemini_budget(0), *GEMINI_BUDGETS),
     ("gemini", "gemini-2.5-flash-lite"): row(gemini_budget(0), *GEMINI_BUDGETS),
     ("gemini", "gemini-flash-latest"): row(gemini_budget(0), *GEMINI_BUDGETS),
+    # Gemini 3 Pro documents low and high (ai.google.dev/gemini-api/docs/thinking): medium is
+    # as near to either, and API.md section 12 settles a tie on the lower level.
     ("gemini", "gemini-3-pro-preview"): row(
         thinking_config(thinkingLevel="low"),
         thinking_config(includeThoughts=True),
         gemini_level("low"),
-        gemini_level("high"),
-        gemini_level("high"),
         gemini_level("low"),
         gemini_level("high"),
+        gemini_level("low"),
+        gemini_level("low"),
         gemini_level("high"),
     ),
     ("gemini", "gemini-3.1-pro-preview"): row(
@@ -332,7 +341,9 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     # ollama
     ("ollama", "gpt-oss:20b"): effort_row(NOTHING, lambda v: {"think": v}),
     ("ollama", "qwen3:8b"): row({"think": False}, *[{"think": True}] * 7),
-    ("ollama", "deepseek-r1"): row({"think": False}, *[{"think": True}] * 7),
+    # DeepSeek-R1 always reasons (its profile row, ollama.com/blog/thinking): False warns and
+    # sends nothing; on, think=True still separates the thinking.
+    ("ollama", "deepseek-r1"): row(NOTHING, *[{"think": True}] * 7),
 }
 
 # Written out, not read from the module: the providers and the Gemini models that take budgets.
@@ -405,14 +416,15 @@ def test_effort_table_is_computed_from_every_planner() -> None:
 
 
 @pytest.mark.parametrize(
-    "setting", ["extreme", "HIGH", "none", "minimal", "", -1, -4096, 1.5, 2048.0, [], {}, b"low"]
+    "setting", ["extreme", "HIGH", "None", "ultra", "", -1, -4096, 1.5, 2048.0, [], {}, b"low"]
 )
 def test_invalid_settings_raise_and_name_the_allowed_values(setting: Any) -> None:
     with pytest.raises(ValueError) as raised:
         plan_reasoning("openai-chat", "o3", setting)
     message = str(raised.value)
     assert repr(setting) in message
-    for allowed in ("None", "True", "False", "'low'", "'medium'", "'high'", "int"):
+    allowed_values = ("None", "True", "False", "'none'", "'minimal'", "'low'", "'medium'")
+    for allowed in (*allowed_values, "'high'", "'xhigh'", "'max'", "int"):
         assert allowed in message
 
 
@@ -581,6 +593,9 @@ def test_gemini_approximations_warn(model: str, setting: Reasoning) -> None:
         ("anthropic", "claude-opus-4-7", False),
         ("anthropic", "claude-sonnet-4-6", 3000),
         ("bedrock", "us.amazon.nova-2-lite-v1:0", "high"),
+        # GPT-5 always reasons (platform.openai.com/docs/guides/reasoning): minimal is its
+        # least effort, not off, and the plan says so.
+        ("openai-chat", "gpt-5", False),
     ],
 )
 def test_every_approximation_or_drop_is_explained(
@@ -592,7 +607,7 @@ def test_every_approximation_or_drop_is_explained(
 @pytest.mark.parametrize(
     ("provider", "model", "setting"),
     [
-        ("openai-chat", "gpt-5", False),
+        ("openai-chat", "gpt-5.1", False),
         ("openai-chat", "o3", "high"),
         ("openai-responses", "gpt-5.1", False),
         ("openrouter", "anthropic/claude-sonnet-4.5", 3000),
@@ -685,7 +700,7 @@ def test_plans_do_not_share_params() -> None:
 
 
 def test_levels_constant() -> None:
-    assert REASONING_LEVELS == ("low", "medium", "high")
+    assert REASONING_LEVELS == ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
 
 # --- merge_params ---------------------------------------------------------------------------
