@@ -25,9 +25,9 @@ This module names no provider and no model: what a model can do is its profile
 that writes its wire fields (an :class:`EffortPlanner`, built from ``_effort_planner``), found
 through the provider registry. :func:`effort_table` plans every profile row with its provider's
 planner, so the documented table cannot drift from the code or the data. No I/O, no SDK
-import. Its side effects are ``ReasoningWarning`` warnings: once per (provider, model) when reasoning
-is asked of a model that cannot reason, once per setting when a level or display became the
-nearest documented one.
+import. Its side effects are warnings (``ReasoningWarning``): once per (provider, model) when
+reasoning is asked of a model that cannot reason, once per setting when a level or display
+became the nearest documented one or cannot be sent.
 """
 
 from __future__ import annotations
@@ -160,8 +160,9 @@ def plan_reasoning(
     A model that cannot reason gets no fields, ``supported=False``, and a ``ReasoningWarning``
     the first time per (provider, model); a level (or display) the model does not document
     becomes the nearest one it does, a tie going to the lower level, with a
-    ``ReasoningWarning`` naming both (once per setting). Every plan lists its notes in
-    ``warnings``.
+    ``ReasoningWarning`` naming both (once per setting); a setting the model's profile says it
+    cannot take (``False`` on a model that always thinks, a level on one that takes no effort
+    field) sends nothing and warns once too. Every plan lists its notes in ``warnings``.
 
     >>> plan_reasoning("openai-chat", "o4-mini", 20000).params
     {'reasoning_effort': 'high'}
@@ -227,9 +228,14 @@ def _plan(
         if warn:
             _warn_once((provider, model), message)
     elif warn:
+        key = (provider, model, repr(ask.raw), repr(display))
         for note in notes:
             if isinstance(note, Nearest):
-                _warn_once((provider, model, repr(ask.raw), repr(display), note), str(note))
+                _warn_once((*key, note), str(note))
+        if not draft.supported and profile.known and ask.kind != "default" and notes:
+            # The model's row says this cannot be asked (a model that always thinks, an
+            # effort field it rejects): said once, and nothing that would fail is sent.
+            _warn_once(key, str(notes[0]))
     return ReasoningPlan(
         provider,
         model,

@@ -37,8 +37,8 @@ __all__ = [
     "model_tail",
     "nearest_display",
     "nearest_level",
-    "without",
     "validate_reasoning",
+    "without",
 ]
 
 ReasoningLevel: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
@@ -72,7 +72,8 @@ ALLOWED = (
 class ReasoningWarning(UserWarning):
     """Issued once per (provider, model) when reasoning is asked of a model that cannot reason,
     and once per (provider, model, setting) when a level or display the model does not document
-    was replaced by the nearest one it does."""
+    was replaced by the nearest one it does, or when its profile says the setting cannot be
+    sent (nothing is)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +199,7 @@ def ask_for(reasoning: object, display: ReasoningDisplay = None) -> Ask | None:
             "budget", reasoning, level=_nearest_level(reasoning), budget=reasoning, display=display
         )
     if isinstance(reasoning, str) and reasoning in REASONING_LEVELS:
-        return Ask("level", reasoning, level=reasoning, display=display)  # type: ignore[arg-type]
+        return Ask("level", reasoning, level=reasoning, display=display)
     raise ValueError(f"reasoning={reasoning!r} is not a reasoning setting; {ALLOWED}")
 
 
@@ -309,9 +310,7 @@ def nearest_display(profile: ModelProfile, display: str, where: str) -> tuple[st
     ]
 
 
-def without_display(
-    draft: Draft, ask: Ask, profile: ModelProfile, where: str, api: str
-) -> Draft:
+def without_display(draft: Draft, ask: Ask, profile: ModelProfile, where: str, api: str) -> Draft:
     """``draft`` for an API with no display field: a display other than the model's own
     default gets a note saying it could not be asked for."""
     display = ask.display

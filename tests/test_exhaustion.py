@@ -45,7 +45,6 @@ from reasoning_stream.providers import (
     OpenRouterPipe,
 )
 from reasoning_stream.providers._pipe import ProviderPipe
-from reasoning_stream.providers._spec import specs
 from reasoning_stream.testing._wire import Transcript, WireServer
 
 Mode = Literal["run", "arun"]

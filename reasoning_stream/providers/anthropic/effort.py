@@ -1,4 +1,4 @@
-"""The effort plan of Claude: budgets, adaptive thinking and effort levels, by the model's profile."""
+"""The effort plan of Claude: budgets, adaptive thinking and effort levels, by its profile."""
 
 from __future__ import annotations
 

@@ -55,7 +55,9 @@ def _plan_other(profile: ModelProfile, ask: Ask, where: str) -> Draft:
     if ask.kind == "default":
         return Draft()
     if profile.control == "reasoning_effort":
-        return effort_draft(profile, ask, where, lambda value: {_FIELDS: {"reasoning_effort": value}})
+        return effort_draft(
+            profile, ask, where, lambda value: {_FIELDS: {"reasoning_effort": value}}
+        )
     if profile.control == "reasoning_config":
         return _nova(profile, ask, where)
     if profile.thinking == "always" and not profile.efforts:
