@@ -9,10 +9,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream import _effort
+from reasoning_stream import _effort, profiles
 from reasoning_stream._effort import (
     PROVIDERS,
     REASONING_LEVELS,
@@ -23,6 +23,8 @@ from reasoning_stream._effort import (
     merge_params,
     plan_reasoning,
 )
+from reasoning_stream.profiles import ModelProfile, register, unregister
+from tests.helpers import examples
 
 # Every test starts with no (provider, model) warned yet; the table tests do not need to hear
 # the one-time warnings, which test_*_warns_once checks on its own.
@@ -412,6 +414,21 @@ def test_effort_table_is_computed_from_every_planner() -> None:
     assert "`think: false`" in table  # Ollama's False, as planned
 
 
+def test_effort_table_has_one_row_per_profile_row_and_provider() -> None:
+    """The table is profiles.table(): each catalogue row once per provider it names, in
+    catalogue order, then the conservative profile where no row matches every model."""
+    lines = [line for line in effort_table().splitlines()[2:] if line.startswith("| ")]
+    for provider in PROVIDER_IDS:
+        mine = [line for line in lines if line.startswith(f"| {provider} |")]
+        rows = [row for row in profiles.table() if provider in row.providers]
+        catch_all = any("*" in row.patterns for row in rows)
+        assert len(mine) == len(rows) + (0 if catch_all else 1), provider
+        for line, row in zip(mine, rows, strict=False):
+            assert f"`{row.patterns[0]}`" in line.split(" | ")[1], (provider, row.patterns)
+        if not catch_all:
+            assert "any other model" in mine[-1]
+
+
 # --- validation -----------------------------------------------------------------------------
 
 
@@ -783,3 +800,55 @@ def test_merge_params_identities(request: dict[str, Any]) -> None:
 def test_merge_params_replaces_a_leaf_with_a_mapping_and_back() -> None:
     assert merge_params({"think": True}, {"think": {"level": "low"}}) == {"think": {"level": "low"}}
     assert merge_params({"think": {"level": "low"}}, {"think": False}) == {"think": False}
+
+
+# --- the nearest documented level -------------------------------------------------------
+
+# Written out here, not read from the package: the oracle must not share its scale.
+SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+DOCUMENTED = st.lists(st.sampled_from(SCALE), min_size=1, unique=True).map(
+    lambda levels: tuple(sorted(levels, key=SCALE.index))
+)
+
+
+def nearest_oracle(documented: tuple[str, ...], level: str) -> str:
+    """Walk outward from the asked level, one step at a time, the lower side first."""
+    at = SCALE.index(level)
+    for distance in range(len(SCALE)):
+        for index in (at - distance, at + distance):
+            if 0 <= index < len(SCALE) and SCALE[index] in documented:
+                return SCALE[index]
+    raise AssertionError("no documented level")
+
+
+@given(documented=DOCUMENTED, level=st.sampled_from(SCALE))
+@settings(max_examples=examples(300))
+def test_the_chosen_level_is_documented_and_none_is_strictly_nearer(
+    documented: tuple[str, ...], level: str
+) -> None:
+    chosen = ModelProfile(efforts=documented).nearest_effort(level)
+    assert chosen in documented
+
+    def distance(other: str) -> int:
+        return abs(SCALE.index(other) - SCALE.index(level))
+
+    assert chosen is not None and all(distance(other) >= distance(chosen) for other in documented)
+    assert chosen == nearest_oracle(documented, level)  # a tie goes to the lower level
+
+
+@given(documented=DOCUMENTED, level=st.sampled_from(SCALE))
+@settings(max_examples=examples(100))
+def test_a_level_the_row_lacks_is_sent_as_the_nearest_with_a_warning_naming_both(
+    documented: tuple[str, ...], level: str
+) -> None:
+    """Through a registered row and the real planner: the wire value is the oracle's, and a
+    warning names both levels exactly when the asked one is not documented."""
+    register("openai-chat", "nearest-law-model", efforts=documented, thinking="optional")
+    try:
+        plan = plan_reasoning("openai-chat", "nearest-law-model", level)
+    finally:
+        unregister("openai-chat", "nearest-law-model")
+    expected = nearest_oracle(documented, level)
+    assert plan.params == {"reasoning_effort": expected}
+    named = [note for note in plan.warnings if f"{level!r}" in note and f"{expected!r}" in note]
+    assert bool(named) == (level != expected)
