@@ -53,6 +53,7 @@ def server() -> Iterator[WireServer]:
         _routed("openai_responses_summary"),
         _routed("anthropic_thinking"),
         _routed("bedrock_converse_reasoning"),
+        _routed("bedrock_invoke_anthropic_thinking"),
         _routed("gemini_reasoning", "/v1beta/models/{model}:streamGenerateContent"),
         _routed("ollama_chat_reasoning"),
         _routed("openrouter_reasoning"),
@@ -500,3 +501,32 @@ def test_a_display_that_is_none_of_the_three_is_refused(bad: Any) -> None:
 
     with pytest.raises(UsageError, match="reasoning_display"):
         OpenAIChatPipe("o4-mini", reasoning_display=bad)
+
+
+@pytest.mark.parametrize("api", ["converse", "invoke"])
+def test_switching_opus_5_off_on_bedrock_drops_the_effort_on_the_wire(
+    api: str, server: WireServer
+) -> None:
+    """Claude on Bedrock as on Anthropic (whats-new-opus-5): the off switch goes out and an
+    effort above high that the model fields carried does not, on Converse and on Invoke."""
+    pipe = BedrockPipe(
+        "us.anthropic.claude-opus-5-v1:0",
+        client=bedrock_client(server),
+        api=api,  # type: ignore[arg-type]
+        reasoning=False,
+        additional_model_request_fields={"output_config": {"effort": "max"}, "top_k": 5},
+    )
+    pipe.run("hi")
+    body = server.requests[-1].json()
+    fields = body["additionalModelRequestFields"] if api == "converse" else body
+    assert fields["thinking"] == {"type": "disabled"}
+    assert "output_config" not in fields and fields["top_k"] == 5
+
+
+def test_raw_thinking_and_a_display_conflict_on_anthropic() -> None:
+    from reasoning_stream import UsageError
+
+    with pytest.raises(UsageError, match="reasoning_display"):
+        AnthropicPipe(
+            "claude-opus-4-7", thinking={"type": "adaptive"}, reasoning_display="summarized"
+        )

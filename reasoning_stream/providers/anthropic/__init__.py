@@ -108,6 +108,11 @@ class AnthropicPipe(ProviderPipe):
         self.max_tokens = max_tokens
         if thinking is not None and self.reasoning is not None:
             raise UsageError("give either thinking= (the raw config) or reasoning=, not both")
+        if thinking is not None and self.reasoning_display is not None:
+            raise UsageError(
+                "give either thinking= (the raw config: put its display there) or "
+                "reasoning_display=, not both"
+            )
         self.thinking: dict[str, Any] | None = dict(thinking) if thinking is not None else None
 
     # ------------------------------------------------------------------------- requests
