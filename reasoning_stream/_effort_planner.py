@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from .profiles import DISPLAYS as PROFILE_DISPLAYS
-from .profiles import LEVELS, ModelProfile
+from .profiles import ModelProfile
 
 __all__ = [
     "ALLOWED",
@@ -56,8 +56,7 @@ REASONING_LEVELS: tuple[ReasoningLevel, ...] = (
     "xhigh",
     "max",
 )
-"""The seven effort levels, least first (the profiles' ``LEVELS``)."""
-assert REASONING_LEVELS == LEVELS
+"""The seven effort levels, least first (the profiles' ``LEVELS``, typed)."""
 DISPLAYS: tuple[str, ...] = PROFILE_DISPLAYS
 
 _NEAREST_LOW_BELOW = 4096

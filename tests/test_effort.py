@@ -718,6 +718,7 @@ def test_plans_do_not_share_params() -> None:
 
 def test_levels_constant() -> None:
     assert REASONING_LEVELS == ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+    assert REASONING_LEVELS == profiles.LEVELS
 
 
 # --- merge_params ---------------------------------------------------------------------------
