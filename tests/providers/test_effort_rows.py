@@ -21,7 +21,7 @@ import openai
 import pytest
 
 from reasoning_stream import profiles
-from reasoning_stream._effort import ReasoningWarning
+from reasoning_stream._effort import ReasoningWarning, table_examples
 from reasoning_stream.profiles import UnknownModelWarning
 from reasoning_stream.providers import (
     AnthropicPipe,
@@ -530,3 +530,35 @@ def test_raw_thinking_and_a_display_conflict_on_anthropic() -> None:
         AnthropicPipe(
             "claude-opus-4-7", thinking={"type": "adaptive"}, reasoning_display="summarized"
         )
+
+
+_PIPES: dict[str, tuple[type[ProviderPipe], dict[str, Any]]] = {
+    "openai-chat": (OpenAIChatPipe, {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"}),
+    "openai-responses": (
+        OpenAIResponsesPipe,
+        {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"},
+    ),
+    "anthropic": (AnthropicPipe, {"base_url": "http://127.0.0.1:9", "api_key": "k"}),
+    "bedrock": (BedrockPipe, {"region_name": "us-east-1"}),
+    "gemini": (GeminiPipe, {"base_url": "http://127.0.0.1:9/v1beta", "api_key": "k"}),
+    "ollama": (OllamaPipe, {}),
+    "openrouter": (OpenRouterPipe, {"base_url": "http://127.0.0.1:9/api/v1", "api_key": "k"}),
+}
+
+
+@pytest.mark.parametrize(("provider", "model"), table_examples())
+def test_every_profile_row_is_what_its_pipe_sends(provider: str, model: str) -> None:
+    """For every row of the profiles and each setting (off, on, every documented level), the
+    request the pipe builds carries exactly what its plan shows, and none of what it drops."""
+    cls, options = _PIPES[provider]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        efforts = profiles.lookup(provider, model).efforts
+        for setting in (False, True, *efforts):
+            pipe = cls(model, reasoning=setting, **options)
+            plan = pipe.reasoning_plan()
+            body = pipe.build_request("hi")
+            for path, value in _leaves(dict(plan.params)):
+                assert _at(body, path) == value, (setting, path, body)
+            for dropped in plan.drops:
+                assert _at(body, ".".join(dropped)) is _MISSING, (setting, dropped)
