@@ -25,9 +25,10 @@ This module names no provider and no model: what a model can do is its profile
 that writes its wire fields (an :class:`EffortPlanner`, built from ``_effort_planner``), found
 through the provider registry. :func:`effort_table` plans every profile row with its provider's
 planner, so the documented table cannot drift from the code or the data. No network, no SDK
-import (the profiles read their package data once). Its side effects are warnings (``ReasoningWarning``): once per (provider, model) when
-reasoning is asked of a model that cannot reason, once per setting when a level or display
-became the nearest documented one or cannot be sent.
+import (the profiles read their package data once). Its side effects are warnings
+(``ReasoningWarning``): once per (provider, model) when reasoning is asked of a model that
+cannot reason, once per setting when a level or display became the nearest documented one or
+cannot be sent.
 """
 
 from __future__ import annotations

@@ -82,9 +82,7 @@ KNOWN = [
     ("anthropic", "claude-haiku-5", "default_on"),
     ("anthropic", "claude-haiku-5-5", "default_on"),
     ("anthropic", "claude-opus-5-5", "always"),
-    # Issue 23 lists Sonnet 5.5 with the models that think by default (Opus 5, Sonnet 5,
-    # Sonnet 5.5), not with those that always think (Opus 5.5, Fable, Mythos).
-    ("anthropic", "claude-sonnet-5-5", "default_on"),
+    ("anthropic", "claude-sonnet-5-5", "default_on"),  # issue 23: thinks by default
     ("anthropic", "claude-mythos-1", "always"),
     ("anthropic", "claude-fable-5-1", "always"),
     ("anthropic", "claude-2.1", "never"),

@@ -22,7 +22,8 @@ import httpx
 from ..._effort import merge_params
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
-from ...conversation._policy import PassbackPolicy
+from ...conversation._policy import PassbackPolicy, readable_passback
+from ...profiles import ModelProfile
 from .._clients import async_by, require
 from .._errors import (
     build_error,
@@ -309,10 +310,10 @@ def _client_host(client: Any) -> str | None:
     return root or None
 
 
-def _passback(model: str | None) -> PassbackPolicy:
-    # The chat API takes an assistant message's ``thinking``, and the gpt-oss and Qwen3
-    # templates render it for the turns after the last user message: the current tool loop.
-    return PassbackPolicy(reasoning="tool_loop")
+def _passback(profile: ModelProfile) -> PassbackPolicy:
+    # The chat API takes an assistant message's ``thinking``; which turns' the model's
+    # template renders (gpt-oss and Qwen3: the current tool loop) its profile says.
+    return PassbackPolicy(reasoning=readable_passback(profile))
 
 
 def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
