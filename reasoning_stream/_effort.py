@@ -86,6 +86,7 @@ __all__ = [  # noqa: F822 (PROVIDERS comes from the registry, when asked for)
     "merge_params",
     "model_tail",
     "plan_reasoning",
+    "rooted_examples",
     "table_examples",
     "validate_reasoning",
 ]
@@ -432,6 +433,18 @@ def table_examples() -> list[tuple[str, str]]:
         (provider, example)
         for provider, _models, _profile, example in _rows()
         if (provider, example) not in rooted and example != "an-unknown-model"
+    ]
+
+
+def rooted_examples() -> list[tuple[str, str, str]]:
+    """``(provider, example model id, API root)`` for every table row limited to API roots."""
+    from .profiles import table
+
+    return [
+        (provider, _example(provider, row.patterns, row.api_roots), row.api_roots[0])
+        for row in table()
+        if row.api_roots
+        for provider in row.providers
     ]
 
 

@@ -21,7 +21,7 @@ import openai
 import pytest
 
 from reasoning_stream import profiles
-from reasoning_stream._effort import ReasoningWarning, table_examples
+from reasoning_stream._effort import ReasoningWarning, rooted_examples, table_examples
 from reasoning_stream.profiles import UnknownModelWarning
 from reasoning_stream.providers import (
     AnthropicPipe,
@@ -546,15 +546,25 @@ _PIPES: dict[str, tuple[type[ProviderPipe], dict[str, Any]]] = {
 }
 
 
-@pytest.mark.parametrize(("provider", "model"), table_examples())
-def test_every_profile_row_is_what_its_pipe_sends(provider: str, model: str) -> None:
-    """For every row of the profiles and each setting (off, on, every documented level), the
-    request the pipe builds carries exactly what its plan shows, and none of what it drops."""
+ROW_EXAMPLES = [(provider, model, None) for provider, model in table_examples()]
+ROW_EXAMPLES += rooted_examples()
+
+
+@pytest.mark.parametrize(("provider", "model", "root"), ROW_EXAMPLES)
+def test_every_profile_row_is_what_its_pipe_sends(
+    provider: str, model: str, root: str | None
+) -> None:
+    """For every row of the profiles (at its API root, for the rows limited to one) and each
+    setting (off, on, every documented level), the request the pipe builds carries exactly
+    what its plan shows, and none of what it drops."""
     cls, options = _PIPES[provider]
+    if root is not None:
+        options = {**options, "base_url": root}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        efforts = profiles.lookup(provider, model).efforts
-        for setting in (False, True, *efforts):
+        profile = profiles.lookup(provider, model, base_url=root)
+        assert profile.known and (root is None or profile.pattern is not None)
+        for setting in (False, True, *profile.efforts):
             pipe = cls(model, reasoning=setting, **options)
             plan = pipe.reasoning_plan()
             body = pipe.build_request("hi")
