@@ -22,10 +22,11 @@ from .._callbacks import CallbackErrorHandler
 from .._capture import PipeResult
 from .._effort import (
     Reasoning,
+    ReasoningDisplay,
     ReasoningPlan,
+    check_display,
     check_reasoning,
     lower_plan,
-    merge_params,
     plan_reasoning,
     validate_reasoning,
 )
@@ -60,6 +61,7 @@ class PipeOptions(TypedDict, total=False):
     on_callback_error: CallbackErrorHandler | None
     stream_model_reasoning: bool
     reasoning: Reasoning
+    reasoning_display: ReasoningDisplay
     stream: bool
     tools: Iterable[ToolLike] | None
     tool_choice: ToolChoice | None
@@ -103,8 +105,15 @@ class ProviderPipe(Driver, metaclass=_Validated):
         extra_body: extra JSON fields merged into the request body.
         timeout: seconds to wait for the server (connect and between reads).
         reasoning: one reasoning-effort knob: ``None`` (the provider's default), ``False``,
-            ``True``, ``"low"``, ``"medium"``, ``"high"`` or a token budget (``int``), mapped
-            to the provider's native parameters (see :meth:`reasoning_plan`).
+            ``True``, a level (``"none"``, ``"minimal"``, ``"low"``, ``"medium"``, ``"high"``,
+            ``"xhigh"``, ``"max"``) or a token budget (``int``), mapped to the provider's
+            native parameters by the model's profile (see :meth:`reasoning_plan`); a level the
+            model does not document becomes the nearest one it does, with a warning.
+        reasoning_display: how much of the reasoning the provider shows: ``"full"``,
+            ``"summarized"``, ``"omitted"``, or ``None`` (the provider's default), planned per
+            provider (Anthropic ``thinking.display``, Responses ``reasoning.summary``, Gemini
+            ``includeThoughts``, OpenRouter ``reasoning.exclude``); a display the model does
+            not document becomes the nearest one it does, with a warning.
         stream: ``True`` (the default) streams the answer; ``False`` makes one
             non-streaming request the way the provider documents it, and gives the same
             ``PipeResult`` and the same channel (one chunk per reasoning or text part).
@@ -149,6 +158,7 @@ class ProviderPipe(Driver, metaclass=_Validated):
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
         reasoning: Reasoning = None,
+        reasoning_display: ReasoningDisplay = None,
         stream: bool = True,
         tools: Iterable[ToolLike] | None = None,
         tool_choice: ToolChoice | None = None,
@@ -176,9 +186,14 @@ class ProviderPipe(Driver, metaclass=_Validated):
         self.stop: tuple[str, ...] | None = _stop_sequences(type(self), stop)
         """The stop sequences (``stop="x"`` is ``("x",)``), or ``None``."""
         validate_reasoning(reasoning)
+        try:
+            check_display(reasoning_display)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         if not isinstance(stream, bool):
             raise UsageError(f"stream must be True or False, got {stream!r}")
         self.reasoning: Reasoning = reasoning
+        self.reasoning_display: ReasoningDisplay = reasoning_display
         self.stream: bool = stream
         """``False``: one non-streaming request per run (see :meth:`create_response`)."""
         super().__init__(
@@ -218,12 +233,16 @@ class ProviderPipe(Driver, metaclass=_Validated):
         checks by extending this method.
         """
         self._validate_client()
-        if self.reasoning is not None and self.provider is not None:
+        if self.provider is not None and (
+            self.reasoning is not None or self.reasoning_display is not None
+        ):
             check_reasoning(
                 self.provider,
                 self.reasoning_model_id(),
                 self.reasoning,
                 max_tokens=self.reasoning_max_tokens(),
+                base_url=self.api_url(),
+                display=self.reasoning_display,
             )
 
     def _validate_client(self) -> None:
@@ -278,6 +297,8 @@ class ProviderPipe(Driver, metaclass=_Validated):
             self.reasoning_model_id(),
             self.reasoning,
             max_tokens=self.reasoning_max_tokens(),
+            base_url=self.api_url(),
+            display=self.reasoning_display,
         )
 
     def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
@@ -293,7 +314,9 @@ class ProviderPipe(Driver, metaclass=_Validated):
     # ---------------------------------------------------------------------------- effort
 
     def reasoning_plan(self) -> ReasoningPlan:
-        """The native parameters (and warnings) ``reasoning=`` becomes for this provider and model.
+        """The native parameters (and warnings) ``reasoning=`` and ``reasoning_display=``
+        become for this provider and model, read from the model's profile at this pipe's API
+        root (``plan.params`` are merged into the request, ``plan.drops`` removed from it).
 
         Nothing is called: this shows what the next request will carry.
         """
@@ -302,6 +325,8 @@ class ProviderPipe(Driver, metaclass=_Validated):
             self.reasoning_model_id(),
             self.reasoning,
             max_tokens=self.reasoning_max_tokens(),
+            base_url=self.api_url(),
+            display=self.reasoning_display,
         )
 
     def reasoning_model_id(self) -> str:
@@ -314,10 +339,11 @@ class ProviderPipe(Driver, metaclass=_Validated):
         return value if isinstance(value, int) else None
 
     def with_reasoning(self, request: dict[str, Any]) -> dict[str, Any]:
-        """``request`` with the effort plan's parameters deep-merged in (before ``extra_body``)."""
-        if self.reasoning is None:
+        """``request`` with the effort plan's parameters deep-merged in and its drops removed
+        (before ``extra_body``)."""
+        if self.reasoning is None and self.reasoning_display is None:
             return request
-        return merge_params(request, self.reasoning_plan().params)
+        return self.reasoning_plan().apply(request)
 
     # ----------------------------------------------------------------------- sampling
 

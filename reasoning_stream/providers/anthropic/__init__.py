@@ -105,6 +105,11 @@ class AnthropicPipe(ProviderPipe):
         self.take_http_client(transport, http_client, sdk="an anthropic.Anthropic client")
         if thinking is not None and self.reasoning is not None:
             raise UsageError("give either thinking= (the raw config) or reasoning=, not both")
+        if thinking is not None and self.reasoning_display is not None:
+            raise UsageError(
+                "give either thinking= (the raw config: put its display there) or "
+                "reasoning_display=, not both"
+            )
         self.thinking: dict[str, Any] | None = dict(thinking) if thinking is not None else None
 
     # ------------------------------------------------------------------------- requests

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, Unpack
 
 from ..._effort import merge_params
+from ..._effort_planner import without
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ..._redact import redact_url_credentials, split_url_credentials
@@ -69,6 +70,8 @@ from .translate import (
     TextInvokeTranslator,
     starts_in_reasoning,
 )
+
+_MODEL_FIELDS = "additionalModelRequestFields"
 
 __all__ = [
     "SPEC",
@@ -360,11 +363,13 @@ class BedrockPipe(ProviderPipe):
             body = {"messages": [dict(turn.message) for turn in turns]}
             body.update(chat_options(self))
         body.update(self.additional_model_request_fields)
-        if self.reasoning is not None:
+        if self.reasoning is not None or self.reasoning_display is not None:
             # Invoke bodies are the model's native request: the Converse-shaped plan's model
             # fields go in at the top level, and its token limit becomes ``max_tokens``.
-            params = self.reasoning_plan().params
-            body = merge_params(body, params.get("additionalModelRequestFields", {}))
+            plan = self.reasoning_plan()
+            params = plan.params
+            drops = tuple(path[1:] for path in plan.drops if path[0] == _MODEL_FIELDS)
+            body = merge_params(without(body, drops), params.get(_MODEL_FIELDS, {}))
             limit = params.get("inferenceConfig", {}).get("maxTokens")
             if limit is not None:
                 body["max_tokens"] = limit
