@@ -1,0 +1,262 @@
+"""``run_tools`` against a real local model: llama.cpp's ``llama-server --jinja``.
+
+Opt-in (``REASONING_STREAM_LLAMA=1``, with ``REASONING_STREAM_LLAMA_SERVER`` and
+``REASONING_STREAM_LLAMA_MODEL`` as ``tests/llama_setup.sh`` prints them; see tests/llama.py).
+Measured with Qwen2.5-Coder 0.5B Instruct (Q4_K_M), which docs/tools.md describes honestly.
+
+Each exchange goes through a recording httpx transport (under the openai SDK as well), so the
+test reads what was sent and the server's reply bytes; its oracle parses those bytes here (SSE
+or JSON), without the pipe's readers. A model this small is not held to its arithmetic: the
+test asks what it does reliably at temperature 0 (a call with arguments that fit the schema,
+results that reach request 2, a loop that ends) and what the library owes whatever it writes
+(the channel balanced, a plain model's text passed through byte for byte).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from reasoning_stream import Conversation, ReasoningStream, ToolCall, ToolResult, tool
+from reasoning_stream.providers import OpenAIChatPipe
+from tests.llama import LlamaServer, LlamaUnavailable, running_llama
+
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("REASONING_STREAM_LLAMA") != "1",
+        reason="opt-in: set REASONING_STREAM_LLAMA=1 (see tests/llama.py)",
+    ),
+    pytest.mark.timeout(900),  # the first test waits for the model to load; CPU inference
+]
+
+MODEL = "qwen2.5-coder-0.5b-instruct"  # llama-server serves one model whatever the name says
+REQUEST_SECONDS = 300.0
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers and return the sum."""
+    return a + b
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"18 °C and sunny in {city}"
+
+
+def expected_content(name: str, arguments: str) -> str:
+    """What the tools above answer, computed here from the call's JSON (not by the loop)."""
+    values = json.loads(arguments)
+    if name == "add":
+        return str(values["a"] + values["b"])
+    return f"18 °C and sunny in {values['city']}"
+
+
+# ------------------------------------------------------------------- what crossed the wire
+
+
+@dataclass
+class Exchange:
+    """One request body and the reply's bytes, as the transport saw them."""
+
+    request: dict[str, Any]
+    reply: bytearray = field(default_factory=bytearray)
+
+
+@dataclass
+class Reply:
+    """A Chat Completions reply read from its bytes: content, reasoning fields, tool calls."""
+
+    content: str
+    reasoning: str
+    calls: list[tuple[str, str, str]]  # (id, name, arguments)
+
+
+def read_reply(raw: bytes) -> Reply:
+    """The oracle's reading of one reply: SSE chunks or a JSON completion."""
+    text = raw.decode("utf-8")
+    if not text.lstrip().startswith("{"):
+        deltas = [
+            choice["delta"]
+            for line in text.splitlines()
+            if line.startswith("data:") and line[5:].strip() != "[DONE]"
+            for choice in json.loads(line[5:])["choices"]
+        ]
+    else:
+        deltas = [choice["message"] for choice in json.loads(text)["choices"]]
+    content = "".join(d.get("content") or "" for d in deltas)
+    reasoning = "".join(d.get("reasoning_content") or d.get("reasoning") or "" for d in deltas)
+    calls: dict[int, list[str]] = {}
+    for delta in deltas:
+        for position, call in enumerate(delta.get("tool_calls") or []):
+            slot = calls.setdefault(call.get("index", position), ["", "", ""])
+            function = call.get("function") or {}
+            slot[0] += call.get("id") or ""
+            slot[1] += function.get("name") or ""
+            slot[2] += function.get("arguments") or ""
+    return Reply(content, reasoning, [(i, n, a) for i, n, a in (calls[k] for k in sorted(calls))])
+
+
+def sdk_httpx() -> Any:
+    """The httpx the openai SDK is built on (its own fork in recent releases), as a module."""
+    base = openai.DefaultHttpxClient.__mro__[1]
+    return sys.modules[base.__module__.split(".")[0]]
+
+
+def recording_client(module: Any, exchanges: list[Exchange]) -> Any:
+    """A ``module.Client`` (httpx or the SDK's fork) whose transport is ``module``'s own,
+    keeping each request's JSON body and the reply's bytes in ``exchanges``."""
+
+    class Tee(module.SyncByteStream):  # type: ignore[misc]
+        def __init__(self, inner: Any, sink: bytearray) -> None:
+            self.inner, self.sink = inner, sink
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self.inner:
+                self.sink.extend(chunk)
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class Recording(module.BaseTransport):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.inner = module.HTTPTransport()
+
+        def handle_request(self, request: Any) -> Any:
+            exchange = Exchange(json.loads(request.read()))
+            exchanges.append(exchange)
+            response = self.inner.handle_request(request)
+            return module.Response(
+                response.status_code,
+                headers=response.headers,
+                stream=Tee(response.stream, exchange.reply),
+                extensions=response.extensions,
+            )
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return module.Client(transport=Recording(), timeout=REQUEST_SECONDS)
+
+
+def make_pipe(
+    server: LlamaServer, transport: str, stream: bool, exchanges: list[Exchange], **options: Any
+) -> OpenAIChatPipe:
+    """An ``OpenAIChatPipe`` on ``server``'s ``/v1``, over the SDK or httpx, recording."""
+    root = f"{server.url}/v1"
+    model = options.pop("model", MODEL)
+    if transport == "httpx":
+        http = recording_client(httpx, exchanges)
+        return OpenAIChatPipe(
+            model, transport="httpx", http_client=http, base_url=root, api_key="none",
+            stream=stream, timeout=REQUEST_SECONDS, **options,
+        )  # fmt: skip
+    http = recording_client(sdk_httpx(), exchanges)
+    client = openai.OpenAI(base_url=root, api_key="none", http_client=http, max_retries=0)
+    return OpenAIChatPipe(model, client=client, stream=stream, timeout=REQUEST_SECONDS, **options)
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    try:
+        with running_llama(tmp_path_factory.mktemp("llama")) as server:
+            yield server
+    except LlamaUnavailable as error:
+        pytest.fail(f"REASONING_STREAM_LLAMA=1 but {error}")
+
+
+# --------------------------------------------------------------------------------- the tests
+
+WAYS = [("sdk", True), ("sdk", False), ("httpx", True), ("httpx", False)]
+
+
+WAY_IDS = [f"{transport}-{'stream' if stream else 'json'}" for transport, stream in WAYS]
+
+
+@pytest.mark.parametrize(("transport", "stream"), WAYS, ids=WAY_IDS)
+def test_run_tools_drives_a_small_local_model(
+    llama: LlamaServer, transport: str, stream: bool
+) -> None:
+    exchanges: list[Exchange] = []
+    chunks: list[str] = []
+    events: list[Any] = []
+    pipe = make_pipe(
+        llama, transport, stream, exchanges, tools=[add, get_weather], temperature=0.0,
+        max_tokens=256,
+    )  # fmt: skip
+    pipe.set_streaming_callback(chunks.append).set_event_callback(events.append)
+    conversation = Conversation().add_user("What is 17 plus 25? Use the add tool.")
+
+    result = conversation.run_tools(pipe, max_steps=4)
+
+    assert len(exchanges) == len(result.steps) >= 1
+    # What the model can do reliably: call a tool, with arguments that fit its schema.
+    first = result.steps[0]
+    calls = first.result.tool_calls
+    assert calls, f"no tool call; the model wrote {first.result.text!r}"
+    assert all(call.name in ("add", "get_weather") for call in calls)
+    assert not any(r.is_error for r in first.tool_results), first.tool_results
+    assert result.status in ("completed", "max_steps")
+    if result.status == "completed":
+        assert result.text.strip() and not result.steps[-1].result.tool_calls
+    assert len(exchanges) >= 2
+    # Each step read what the server sent, no more and no less (the oracle reads the bytes).
+    for step, exchange in zip(result.steps, exchanges, strict=True):
+        reply = read_reply(bytes(exchange.reply))
+        assert exchange.request["stream"] is stream
+        assert step.result.text == reply.content
+        assert step.result.model_reasoning == reply.reasoning == ""
+        assert [(c.id, c.name, c.arguments) for c in step.result.tool_calls] == reply.calls
+    # Request 2 carries the call back, then each result as the tools computed it.
+    sent = exchanges[1].request["messages"]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert [c["id"] for c in assistant["tool_calls"]] == [c.id for c in calls]
+    results = [(m["tool_call_id"], m["content"]) for m in sent if m["role"] == "tool"]
+    assert results == [(c.id, expected_content(c.name, c.arguments)) for c in calls]
+    assert "reasoning_content" not in assistant  # a model that does not think gets none back
+    # One channel across the steps: balanced (no reasoning here at all), every answer in it.
+    collected = "".join(chunks)
+    assert ReasoningStream.OPEN_TAG not in collected
+    assert collected.count(ReasoningStream.OPEN_TAG) == collected.count(ReasoningStream.CLOSE_TAG)
+    assert ReasoningStream.split(collected, lossless=True).text == "".join(
+        step.result.text for step in result.steps
+    )
+    kinds = [type(e).__name__ for e in events if isinstance(e, ToolCall | ToolResult)]
+    expected_kinds: list[str] = []
+    for step in result.steps:
+        expected_kinds += ["ToolCall"] * len(step.result.tool_calls)
+        expected_kinds += ["ToolResult"] * len(step.tool_results)
+    assert kinds == expected_kinds
+
+
+@pytest.mark.parametrize("transport", ["sdk", "httpx"])
+def test_a_plain_model_quoting_think_tags_keeps_them_as_text(
+    llama: LlamaServer, transport: str
+) -> None:
+    """``inline_tags="auto"`` on a model the library does not know ("qwen"): an answer that
+    quotes ``<think>`` stays text, byte for byte as the server sent it."""
+    exchanges: list[Exchange] = []
+    chunks: list[str] = []
+    pipe = make_pipe(llama, transport, True, exchanges, model="qwen", temperature=0.0,
+                     max_tokens=96)  # fmt: skip
+    assert pipe.inline_tags == "auto"
+    pipe.set_streaming_callback(chunks.append)
+    prompt = "In one sentence: what does the <think> tag mark in a reasoning model's output?"
+    answer = Conversation().add_user(prompt).run(pipe)
+
+    reply = read_reply(bytes(exchanges[0].reply))
+    assert reply.reasoning == ""
+    assert answer.text == reply.content and answer.model_reasoning == ""
+    assert "".join(chunks) == reply.content  # nothing opened a reasoning section
+    if not reply.content.lstrip().startswith("<"):  # a leading tag would be read as one
+        assert "<think>" in reply.content, "the model did not quote the tag; ask differently"
