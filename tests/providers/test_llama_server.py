@@ -14,11 +14,14 @@ results that reach request 2, a loop that ends) and what the library owes whatev
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,6 +31,7 @@ import pytest
 from reasoning_stream import Conversation, ReasoningStream, ToolCall, ToolResult, tool
 from reasoning_stream.providers import OpenAIChatPipe
 from tests.llama import LlamaServer, LlamaUnavailable, running_llama
+from tests.test_docs import BLOCK, LOCAL_SERVER
 
 pytestmark = [
     pytest.mark.skipif(
@@ -260,3 +264,18 @@ def test_a_plain_model_quoting_think_tags_keeps_them_as_text(
     assert "".join(chunks) == reply.content  # nothing opened a reasoning section
     if not reply.content.lstrip().startswith("<"):  # a leading tag would be read as one
         assert "<think>" in reply.content, "the model did not quote the tag; ask differently"
+
+
+def test_the_docs_recipe_runs_against_the_server(llama: LlamaServer) -> None:
+    """The Python block of docs/tools.md's "Local model with llama.cpp", on this server."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text("utf-8")
+    blocks = [b for b in BLOCK.findall(page) if b.startswith(LOCAL_SERVER)]
+    assert len(blocks) == 1
+    code = blocks[0].replace("http://127.0.0.1:8080", llama.url)
+    namespace: dict[str, Any] = {"__name__": "docs"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(code, "docs/tools.md llama.cpp snippet", "exec"), namespace)
+    result = namespace["result"]
+    assert result.status in ("completed", "max_steps")
+    assert namespace["call"].name == "add"
+    assert not any(r.is_error for r in result.tool_results)
