@@ -23,7 +23,7 @@ from reasoning_stream import (
 )
 from reasoning_stream._tags import MAX_SPACES, Escaper, ScanEvent, Scanner, grammar_for
 from reasoning_stream.testing.hypothesis_strategies import chunkings, tag_text, text_and_chunks
-from tests.helpers import coalesce, reference_split
+from tests.helpers import coalesce, reference_split, segments_and_text
 from tests.reference import reference_split_auto
 
 LONGEST_TAG = len("</reasoning    >")
@@ -46,28 +46,6 @@ def scan(chunks: list[str], *, start_in_reasoning: bool = False) -> list[ScanEve
     for chunk in chunks:
         events += scanner.feed(chunk)
     return events + scanner.flush()
-
-
-def segments_and_text(events: list[ScanEvent]) -> tuple[list[str], str]:
-    segments: list[str] = []
-    text: list[str] = []
-    current: list[str] | None = None
-    for event in events:
-        if isinstance(event, ReasoningStart):
-            assert current is None, "a segment opened twice"
-            current = []
-        elif isinstance(event, ReasoningEnd):
-            assert current is not None, "a segment closed that was not open"
-            segments.append("".join(current))
-            current = None
-        elif isinstance(event, ReasoningDelta):
-            assert current is not None, "reasoning outside a segment"
-            current.append(event.text)
-        else:
-            assert current is None, "text inside a segment"
-            text.append(event.text)
-    assert current is None, "flush left a segment open"
-    return segments, "".join(text)
 
 
 def test_scanner_events() -> None:

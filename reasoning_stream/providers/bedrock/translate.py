@@ -32,6 +32,7 @@ from ..._events import (
 from ..._json import loads
 from ..._tags import Scanner
 from .._errors import build_error
+from .._inline import inline_rule
 from .._states import state_of
 from ..anthropic.translate import AnthropicTranslator
 
@@ -555,6 +556,10 @@ def _header_count(headers: Mapping[str, Any], name: str) -> int | None:
 
 
 def starts_in_reasoning(model: str) -> bool:
-    """Whether the model's template pre-fills ``<think>`` (DeepSeek-R1 and its distillations)."""
-    lowered = model.lower()
-    return "deepseek" in lowered and "r1" in lowered
+    """Whether the model's template pre-fills ``<think>``: its profile's ``inline.opens_inside``
+    (DeepSeek-R1 on InvokeModel).
+
+    >>> starts_in_reasoning("us.deepseek.r1-v1:0")
+    True
+    """
+    return inline_rule("bedrock", model).opens_inside

@@ -25,8 +25,9 @@ from ..._events import (
     UsageReport,
 )
 from ..._exceptions import ProviderError
+from ...profiles import Inline
 from .._errors import build_error
-from .._inline import TagReader, inline_scanner
+from .._inline import TagReader, inline_rule, inline_scanner
 from .._states import state_of
 
 __all__ = [
@@ -63,22 +64,20 @@ _FINISH_REASONS = {
 }
 
 
-def starts_in_reasoning(model: str) -> bool:
+def starts_in_reasoning(model: str, base_url: str | None = None) -> bool:
     """Whether ``model`` streams its reasoning as content that starts inside ``<think>``.
 
-    DeepSeek-R1 and its distillations use a chat template that writes the open tag
-    itself, so the stream holds only the close tag. ``deepseek-reasoner`` (DeepSeek's API)
-    streams ``reasoning_content`` instead and is not one of them.
+    Read from the model's profile (``inline.opens_inside``): DeepSeek-R1 distillations, Qwen3
+    thinking builds and OLMo 3 Think use chat templates that write the open tag themselves,
+    so the stream holds only the close tag. ``deepseek-reasoner`` (DeepSeek's API) streams
+    ``reasoning_content`` instead and is not one of them.
 
     >>> starts_in_reasoning("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B")
     True
     >>> starts_in_reasoning("deepseek-reasoner")
     False
     """
-    lowered = model.lower().replace("_", "-")
-    if "deepseek-reasoner" in lowered:
-        return False
-    return "deepseek-r1" in lowered or "r1-distill" in lowered
+    return inline_rule("openai-chat", model, base_url).opens_inside
 
 
 def field_of(obj: Any, name: str) -> Any:
@@ -181,9 +180,10 @@ class OpenAIChatTranslator:
         model: str,
         endpoint: str | None = None,
         inline_tags: InlineTags = "auto",
-        start_in_reasoning: bool = False,
+        start_in_reasoning: bool | None = None,
         tags: Iterable[str] | None = None,
         reasoning_fields: Iterable[str] = REASONING_FIELDS,
+        inline: Inline | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -194,10 +194,12 @@ class OpenAIChatTranslator:
         """What the response says of itself: ``response_model``, ``system_fingerprint``,
         ``service_tier`` (read from the first chunk; every chunk repeats them)."""
         self._fields = tuple(reasoning_fields)
+        if inline is None and inline_tags is not False:
+            inline = inline_rule(provider, model, endpoint)
         self._scanner: TagReader | None = inline_scanner(
             inline_tags,
             start_in_reasoning=start_in_reasoning,
-            known_inline=starts_in_reasoning(model),
+            inline=inline or Inline(),
             tags=tags,
         )
         self._scanning_is_auto = inline_tags == "auto"
