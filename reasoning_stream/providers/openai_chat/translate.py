@@ -143,7 +143,9 @@ class OpenAIChatTranslator:
       A change of ``index`` between reasoning deltas closes the segment (a new block).
     * ``content`` is the answer, read through an inline-tag scanner while ``inline_tags``
       says so (``"auto"``: until native reasoning appears, flushing the scanner then).
-      ``refusal`` is answer text too. JSON ``null`` never becomes text.
+      ``refusal`` is answer text too. JSON ``null`` never becomes text. ``content`` may
+      also be a list of typed chunks (Mistral): ``thinking`` chunks are reasoning, ``text``
+      chunks answer text.
     * Tool-call fragments are assembled per ``index`` and emitted when the finish reason
       arrives (or at ``finish()``); a usage report comes from any chunk carrying ``usage``.
     * A chunk with an ``error`` object raises ``ProviderError`` with its message.
@@ -327,13 +329,11 @@ class OpenAIChatTranslator:
                 self._block = block
             events.append(ReasoningDelta(reasoning))
         content = delta.get("content") if plain else field_of(delta, "content")
-        if isinstance(content, str) and content:
-            scanner = self._scanner
-            if scanner is None:
-                events.append(TextDelta(content))
-            else:
-                self._scanned = True
-                events.extend(scanner.feed(content))
+        if isinstance(content, str):
+            if content:
+                self._feed_content(content, events)
+        elif isinstance(content, list):
+            self._feed_parts(content, events)
         refusal = delta.get("refusal") if plain else field_of(delta, "refusal")
         if isinstance(refusal, str) and refusal:
             events.append(TextDelta(refusal))
@@ -341,6 +341,38 @@ class OpenAIChatTranslator:
         if tool_calls and isinstance(tool_calls, list):
             for part in tool_calls:
                 self._feed_tool_call(part)
+
+    def _feed_content(self, content: str, events: list[Event]) -> None:
+        scanner = self._scanner
+        if scanner is None:
+            events.append(TextDelta(content))
+        else:
+            self._scanned = True
+            events.extend(scanner.feed(content))
+
+    def _feed_parts(self, parts: list[Any], events: list[Event]) -> None:
+        """Content as a list of typed chunks (Mistral): a ``thinking`` chunk holds a list of
+        ``text`` chunks of reasoning, a ``text`` chunk is answer text. Other chunk types
+        (references) carry no text of either kind."""
+        for part in parts:
+            kind = field_of(part, "type")
+            if kind == "thinking":
+                if self._scanner is not None:
+                    self._native_reasoning_seen(events)
+                inner = field_of(part, "thinking")
+                pieces = [
+                    text
+                    for item in (inner if isinstance(inner, list) else ())
+                    if field_of(item, "type") == "text"
+                    and isinstance(text := field_of(item, "text"), str)
+                ]
+                reasoning = "".join(pieces)
+                if reasoning:
+                    events.append(ReasoningDelta(reasoning))
+            elif kind == "text":
+                text = field_of(part, "text")
+                if isinstance(text, str) and text:
+                    self._feed_content(text, events)
 
     def _native_reasoning_seen(self, events: list[Event]) -> None:
         # In auto mode the host has shown it separates reasoning itself: content is plain
