@@ -309,4 +309,5 @@ Event: TypeAlias = (
     | ToolCall
     | UsageReport
     | OpaqueState
+    | ReasoningHidden
 )

@@ -34,6 +34,7 @@ from ._events import (
     OpaqueState,
     ReasoningDelta,
     ReasoningEnd,
+    ReasoningHidden,
     ReasoningStart,
     TextDelta,
     ToolCall,
@@ -381,7 +382,8 @@ class Pipe:
                 capture.tool_calls.append(event)
             elif isinstance(event, UsageReport):
                 capture.usage = capture.usage.merged(event.usage)
-            else:
+            elif not isinstance(event, ReasoningHidden):
+                # Hidden reasoning goes to event callbacks only: it has no text, no markers.
                 return
             if self._event_callbacks:
                 channel = self._channel

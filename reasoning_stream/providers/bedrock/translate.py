@@ -32,6 +32,7 @@ from ..._events import (
 from ..._json import loads
 from ..._tags import Scanner
 from .._errors import build_error
+from .._hidden import HiddenBlocks
 from .._inline import inline_rule
 from .._states import state_of
 from ..anthropic.translate import AnthropicTranslator
@@ -187,6 +188,7 @@ class ConverseStreamTranslator:
         # follow-up request echoes the blocks in the order received.
         self._text_length = 0
         self._calls = 0
+        self._hidden = HiddenBlocks()
 
     def _block(self, index: Any) -> _Block:
         key = index if isinstance(index, int) else -1
@@ -222,8 +224,12 @@ class ConverseStreamTranslator:
             # The metadata's ``trace`` (guardrail assessments, prompt routing) describes the
             # request's handling; it is never the model's reasoning.
             usage = (chunk["metadata"] or {}).get("usage")
+            tokens = None
             if isinstance(usage, Mapping):
-                events.append(UsageReport(_converse_usage(usage)))
+                report = _converse_usage(usage)
+                tokens = report.reasoning_tokens
+                events.append(UsageReport(report))
+            events += self._hidden.release(tokens)
         return events
 
     def _delta(self, body: Mapping[str, Any], events: list[Event]) -> None:
@@ -235,6 +241,7 @@ class ConverseStreamTranslator:
             block = self._block(index)
             if not block.is_reasoning:
                 block.position = {"text_offset": self._text_length, "call_index": self._calls}
+                self._hidden.start(block.index)
             block.is_reasoning = True
             text = reasoning.get("text")
             if isinstance(text, str) and text:
@@ -261,6 +268,8 @@ class ConverseStreamTranslator:
 
     def _close(self, block: _Block, events: list[Event]) -> None:
         if block.is_reasoning:
+            # Redacted (or signature-only) reasoning shows nothing: ReasoningHidden instead.
+            self._hidden.stop(block.index, hidden=not block.reasoning)
             if block.reasoning:
                 events.append(ReasoningEnd())
             if block.signature is not None:
@@ -308,6 +317,7 @@ class ConverseStreamTranslator:
         for index in sorted(self._blocks):
             self._close(self._blocks[index], events)
         self._blocks.clear()
+        events += self._hidden.release()
         if not self.stopped:
             raise build_error(
                 self.provider,
