@@ -125,18 +125,21 @@ def test_the_duration_runs_from_the_block_start_to_its_stop() -> None:
     assert hidden(events) == [ReasoningHidden(4.25, 7)]
 
 
+def responses_pipe(server: WireServer) -> Callable[[bool], OpenAIResponsesPipe]:
+    def make(asynchronous: bool) -> OpenAIResponsesPipe:
+        kind = openai.AsyncOpenAI if asynchronous else openai.OpenAI
+        client = kind(base_url=f"{server.url}/v1", api_key="k", max_retries=0)
+        return OpenAIResponsesPipe("o4-mini", client=client)
+
+    return make
+
+
 @pytest.mark.anyio
 async def test_a_responses_item_with_only_encrypted_content_is_reported_hidden(
     flavour: str,
 ) -> None:
     with WireServer("openai_responses_encrypted_only") as server:
-
-        def make(asynchronous: bool) -> OpenAIResponsesPipe:
-            kind = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-            client = kind(base_url=f"{server.url}/v1", api_key="k", max_retries=0)
-            return OpenAIResponsesPipe("o4-mini", client=client)
-
-        result, channel, events = await run(flavour, make)
+        result, channel, events = await run(flavour, responses_pipe(server))
     no_markers(channel)
     assert result.text == "Write <think> to open a block; done."
     (event,) = hidden(events)
@@ -147,13 +150,7 @@ async def test_a_responses_item_with_only_encrypted_content_is_reported_hidden(
 @pytest.mark.anyio
 async def test_responses_summaries_are_shown_not_hidden(flavour: str) -> None:
     with WireServer("openai_responses_summary") as server:
-
-        def make(asynchronous: bool) -> OpenAIResponsesPipe:
-            kind = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-            client = kind(base_url=f"{server.url}/v1", api_key="k", max_retries=0)
-            return OpenAIResponsesPipe("o4-mini", client=client)
-
-        result, _, events = await run(flavour, make)
+        result, _, events = await run(flavour, responses_pipe(server))
     assert result.model_reasoning
     assert hidden(events) == []
 
