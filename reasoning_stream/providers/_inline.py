@@ -22,19 +22,25 @@ only the close tag, and is reasoning from its first byte up to it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from .._events import Event, TextDelta
+from .._events import Event, Finish, ReasoningDelta, ReasoningStart, TextDelta
+from .._exceptions import UsageError
 from .._tags import DEFAULT_TAGS, UNFINISHED, Scanner, grammar_for
 from ..profiles import Inline, lookup
 
 __all__ = [
     "NO_RULE",
+    "InlineTags",
+    "InlineText",
     "LeadingTagScanner",
     "TagReader",
+    "check_inline_options",
     "inline_rule",
     "inline_scanner",
+    "inline_translator",
     "start_setting",
+    "with_inline_tags",
 ]
 
 
@@ -168,3 +174,132 @@ class LeadingTagScanner:
         self._plain = True
         self._raw = ""
         return [TextDelta(raw)] if raw else []
+
+
+InlineTags = Literal["auto"] | bool
+"""``"auto"``, ``True`` or ``False``: when answer text is read for inline tags."""
+
+
+def check_inline_options(
+    inline_tags: object, tags: Iterable[str] | str | None
+) -> tuple[str, ...] | None:
+    """Fail early on a bad ``inline_tags`` or tag name; the tag names as a tuple."""
+    if inline_tags not in ("auto", True, False):
+        raise UsageError(f"inline_tags must be 'auto', True or False, not {inline_tags!r}")
+    if tags is None:
+        return None
+    names = (tags,) if isinstance(tags, str) else tuple(tags)
+    grammar_for(names)  # a bad tag name fails here, not in the middle of a stream
+    return names
+
+
+def with_inline_tags(
+    translator: Any,
+    inline_tags: InlineTags,
+    *,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    start_in_reasoning: bool | None,
+    tags: Iterable[str] | None,
+) -> Any:
+    """``translator`` with its answer text read for inline tags, or itself when they are off.
+
+    For pipes whose API separates reasoning natively (Anthropic, Gemini, Responses) served by
+    a compatible endpoint that leaks ``<think>`` tags into the answer text instead.
+    """
+    if inline_tags is False:
+        return translator
+    inline = inline_rule(provider, model, base_url)
+    reader = inline_scanner(
+        inline_tags, start_in_reasoning=start_in_reasoning, inline=inline, tags=tags
+    )
+    if reader is None:
+        return translator
+    return InlineText(translator, reader, auto=inline_tags == "auto")
+
+
+class InlineText:
+    """A provider translator whose answer text goes through a tag reader.
+
+    Text deltas are read for tags; everything else passes in order. In ``"auto"`` mode native
+    reasoning (a reasoning event of the translator's own) ends tag reading: what the reader
+    holds is released as it stood, and text passes untouched from then on, as it does once a
+    :class:`LeadingTagScanner` has found the text plain. A finish reason releases what the
+    reader holds first, so no text lands after it. Other attributes are the translator's.
+    """
+
+    __slots__ = ("_auto", "_inner", "_reader")
+
+    def __init__(self, inner: Any, reader: TagReader, *, auto: bool) -> None:
+        self._inner = inner
+        self._reader: TagReader | None = reader
+        self._auto = auto
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    @property
+    def response_id(self) -> str | None:
+        """The wrapped translator's response id."""
+        return self._inner.response_id  # type: ignore[no-any-return]
+
+    def feed(self, chunk: Any) -> list[Event]:
+        """The translator's events for ``chunk``, its text read for tags."""
+        return self._read(self._inner.feed(chunk))
+
+    def finish(self) -> list[Event]:
+        """The end of a complete stream: the translator's last events, then what is held."""
+        return self._read(self._inner.finish()) + self._release()
+
+    def salvage(self) -> list[Event]:
+        """A broken stream: what the translator and the reader still hold."""
+        return self._read(self._inner.salvage()) + self._release()
+
+    def read_response(self, response: Any) -> list[Event]:
+        """A one-shot response, read as its stream."""
+        return self._read(self._inner.read_response(response)) + self._release()
+
+    def _release(self) -> list[Event]:
+        reader, self._reader = self._reader, None
+        return list(reader.flush()) if reader is not None else []
+
+    def _read(self, events: list[Event]) -> list[Event]:
+        reader = self._reader
+        if reader is None:
+            return events
+        out: list[Event] = []
+        for event in events:
+            if reader is None:
+                out.append(event)
+            elif type(event) is TextDelta:
+                out.extend(reader.feed(event.text))
+                if isinstance(reader, LeadingTagScanner) and reader.plain:
+                    self._reader = reader = None  # plain text: nothing more to read
+            elif isinstance(event, Finish) or (
+                self._auto and isinstance(event, ReasoningStart | ReasoningDelta)
+            ):
+                out.extend(reader.flush())
+                if self._auto and not isinstance(event, Finish):
+                    self._reader = reader = None
+                out.append(event)
+            else:
+                out.append(event)
+        return out
+
+
+def inline_translator(pipe: Any, translator: Any) -> Any:
+    """``translator`` with its text read for tags as ``pipe``'s ``inline_tags``,
+    ``start_in_reasoning`` and ``tags`` ask (itself when ``inline_tags`` is ``False``)."""
+    inline_tags: InlineTags = getattr(pipe, "inline_tags", False)
+    if inline_tags is False:
+        return translator
+    return with_inline_tags(
+        translator,
+        inline_tags,
+        provider=pipe.provider or pipe.name,
+        model=pipe.model,
+        base_url=pipe.base_url or pipe.endpoint,
+        start_in_reasoning=getattr(pipe, "start_in_reasoning", None),
+        tags=getattr(pipe, "tags", None),
+    )
