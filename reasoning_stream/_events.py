@@ -12,7 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, TypeAlias
 
+from ._endpoints import endpoint_of, same_endpoint
+
 __all__ = [
+    "ACCOUNT_KEY",
+    "PREFIX_KEY",
     "Event",
     "Finish",
     "OpaqueState",
@@ -185,6 +189,20 @@ class UsageReport:
     kind: ClassVar[Literal["usage"]] = "usage"
 
 
+ACCOUNT_KEY = "account"
+"""``ReasoningState.extra`` key naming the account an account-bound state was made under (a
+label or a key's fingerprint, never the key): such a state goes back only under that account."""
+PREFIX_KEY = "prefix"
+"""``ReasoningState.extra`` key holding the digest of the request prefix (system, tools and the
+earlier messages) a prefix-bound state was made after: it is valid only while that holds."""
+
+
+def _reads(pipe: object, model: str, provider: str) -> bool:
+    """Whether ``pipe``'s model profile reads state ``model`` made (its ``reads_from``)."""
+    reads = getattr(getattr(pipe, "profile", None), "reads", None)
+    return bool(reads(model, provider)) if callable(reads) else False
+
+
 @dataclass(frozen=True, slots=True)
 class ReasoningState:
     """Opaque provider reasoning state: a signature, encrypted or redacted reasoning.
@@ -213,12 +231,16 @@ class ReasoningState:
     def may_go_to(self, pipe: object, *, check_endpoint: bool = True) -> bool:
         """Whether ``pipe`` may receive this state back: the one rule, used everywhere.
 
-        Only the provider and model that made the state take it back, and only at the
-        endpoint that made it (a trailing slash aside); a state with no endpoint recorded is
-        not held to one. ``pipe`` is anything with ``provider``, ``model`` and ``endpoint``
-        attributes. Request builders pass ``check_endpoint=False``: the history they are
-        given was scoped to the endpoint already (a ``Conversation`` does it), and a caller
-        who builds history turns by hand decides where they go.
+        Only the provider that made the state takes it back, and only its model or a model
+        whose profile reads this one's state (``pipe.profile.reads(model)``, Fable 5.1 reading
+        Opus 5 thinking), only at the endpoint that made it (compared canonically: case,
+        default port and trailing slash aside; a pipe without one is at its provider's
+        default, ``pipe.api_url()``) and, for a state bound to an account, only under that
+        account (``pipe.account``). A state with no endpoint recorded is not held to one.
+        ``pipe`` is anything with ``provider``, ``model`` and ``endpoint`` attributes. Request
+        builders pass ``check_endpoint=False``: the history they are given was scoped to the
+        endpoint already (a ``Conversation`` does it), and a caller who builds history turns
+        by hand decides where they go.
 
         >>> state = ReasoningState("anthropic", "claude-x", "signature", "sig")
         >>> class Target:
@@ -226,14 +248,26 @@ class ReasoningState:
         >>> state.may_go_to(Target())
         True
         """
+        return self.refusal(pipe, check_endpoint=check_endpoint) is None
+
+    def refusal(self, pipe: object, *, check_endpoint: bool = True) -> str | None:
+        """Why ``pipe`` may not receive this state: ``"provider"``, ``"model"``,
+        ``"endpoint"`` or ``"account"``; ``None`` when it may (see :meth:`may_go_to`).
+
+        >>> ReasoningState("anthropic", "claude-x", "signature", "sig").refusal(object())
+        'provider'
+        """
         if self.provider != getattr(pipe, "provider", None):
-            return False
-        if self.model != getattr(pipe, "model", None):
-            return False
+            return "provider"
+        if self.model != getattr(pipe, "model", None) and not _reads(
+            pipe, self.model, self.provider
+        ):
+            return "model"
+        if ACCOUNT_KEY in self.extra and self.extra[ACCOUNT_KEY] != getattr(pipe, "account", None):
+            return "account"
         if self.endpoint is None or not check_endpoint:
-            return True
-        asking = getattr(pipe, "endpoint", None)
-        return asking is not None and self.endpoint.rstrip("/") == str(asking).rstrip("/")
+            return None
+        return None if same_endpoint(self.endpoint, endpoint_of(pipe)) else "endpoint"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict; bytes payloads are base64 encoded."""

@@ -9,22 +9,45 @@ import base64
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-__all__ = ["redact_url_credentials", "split_url_credentials"]
+__all__ = ["redact_url_credentials", "redacted_url", "split_url_credentials"]
 
-# ``scheme://`` then the authority up to its last ``@`` (a password may hold ``@``, and
-# ``:``), stopping at the path, query, fragment or whitespace.
-_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
+# A URL in free text: ``scheme://`` and what follows up to whitespace or a quote. Inside it,
+# everything before the last ``@`` is dropped (:func:`redacted_url`'s rule): a password may
+# hold ``@``, ``:``, ``/`` or ``?`` (raw or percent-encoded), so no part of it can show. An
+# ``@`` later in the URL (a path or query) costs what precedes it too: hiding more than the
+# credentials is the safe side of the trade.
+_URL = re.compile(r"""(?i)\b[a-z][a-z0-9+.-]*://[^\s'"<>`]*@""")
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without what precedes its last ``@`` (user and password), for messages.
+
+    >>> redacted_url("redis://app:s3cr@t@cache:6379/0")
+    'redis://***@cache:6379/0'
+    >>> redacted_url("https://me:pa/ss@proxy.example/v1")
+    'https://***@proxy.example/v1'
+    >>> redacted_url("redis://cache:6379/0")
+    'redis://cache:6379/0'
+    """
+    return redact_url_credentials(url)
 
 
 def redact_url_credentials(text: str) -> str:
-    """``text`` with the credentials of every URL in it blanked.
+    """``text`` with the credentials of every URL in it blanked (see :func:`redacted_url`).
 
     >>> redact_url_credentials("at https://user:p@ss:w0rd@proxy.example/v1 and redis://:pw@h:6379/0")
     'at https://***@proxy.example/v1 and redis://***@h:6379/0'
-    >>> redact_url_credentials("https://proxy.example/v1?q=a@b")
-    'https://proxy.example/v1?q=a@b'
+    >>> redact_url_credentials("'http://u:p/w@h/v1' failed")
+    "'http://***@h/v1' failed"
+    >>> redact_url_credentials("https://proxy.example/v1 is down")
+    'https://proxy.example/v1 is down'
     """
-    return _CREDENTIALS.sub(r"\1***@", text)
+    return _URL.sub(_blank, text)
+
+
+def _blank(match: re.Match[str]) -> str:
+    scheme = match.group().partition("://")[0]
+    return f"{scheme}://***@"
 
 
 def split_url_credentials(url: str) -> tuple[str, str | None]:

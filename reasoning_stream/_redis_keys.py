@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from urllib.parse import unquote
 
+from ._redact import redacted_url
+
 __all__ = ["check_prefix", "decode_id", "encode_id", "glob_escape", "redacted_url", "tagged_key"]
 
 _ESCAPES = str.maketrans({"%": "%25", "{": "%7B", "}": "%7D"})
@@ -54,20 +56,3 @@ def check_prefix(prefix: str, what: str) -> None:
 def glob_escape(text: str) -> str:
     """``text`` as a literal inside a Redis ``MATCH`` pattern."""
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
-def redacted_url(url: str) -> str:
-    """``url`` without what precedes its last ``@`` (user and password), for messages.
-
-    A password may hold ``@``, ``:`` or ``/`` (raw or percent-encoded); everything up to the
-    last ``@`` goes, so no part of it can show.
-
-    >>> redacted_url("redis://app:s3cr@t@cache:6379/0")
-    'redis://***@cache:6379/0'
-    >>> redacted_url("redis://cache:6379/0")
-    'redis://cache:6379/0'
-    """
-    scheme, separator, rest = url.partition("://")
-    if not separator or "@" not in rest:
-        return url
-    return f"{scheme}://***@{rest.rpartition('@')[2]}"

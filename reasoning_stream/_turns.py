@@ -66,12 +66,15 @@ class PreflightTurn:
         turn: the turn the request would carry (states and reasoning already scoped).
         record: the ``TurnRecord`` of the run that made the message, or ``None``.
         in_tool_loop: the message comes after the last user message (the current tool loop).
+        in_tool_turn: the message belongs to a turn (a user message and what answers it)
+            in which the assistant called tools.
     """
 
     index: int
     turn: HistoryTurn
     record: Any
     in_tool_loop: bool
+    in_tool_turn: bool = False
 
     @property
     def message(self) -> Any:

@@ -56,6 +56,8 @@ SLOW_FILES = frozenset(
         "tests/web/test_page.py",
         "tests/web/test_serve_command.py",
         "tests/web/test_slow_client.py",
+        "tests/web/test_sealed.py",
+        "tests/web/test_openai_endpoint.py",
     }
 )
 SLOW_TESTS = frozenset(
@@ -63,6 +65,7 @@ SLOW_TESTS = frozenset(
         "test_every_field_of_every_kind_of_chunk_with_every_kind_of_value",
         "test_the_demo_picture_is_recorded_by_its_script",
         "test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing",
+        "test_an_app_in_another_process_serves_envelopes_it_could_not_have_made",
     }
 )
 

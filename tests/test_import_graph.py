@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 0: the vocabulary, the tag grammar, errors: pure, import nothing of ours above them
     (
         "_events", "_tags", "_stream", "_json", "_messages", "_exceptions", "_capture",
-        "_unicode", "_redact", "_cost",
+        "_unicode", "_redact", "_cost", "_endpoints",
     ),
     # 1: model knowledge and what core asks of a provider, below both core and the providers
     ("profiles", "providers._spec", "conversation._policy", "_turns", "_effort_planner"),

@@ -27,8 +27,25 @@ from .._exceptions import UsageError
 from .._messages import INERT_MESSAGE_KEYS, strip_inert_keys
 from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ._policy import PassbackPolicy
-from ._preflight import find_problems, raise_problems, repaired, rules_for
+from ._preflight import (
+    envelope_problems,
+    find_problems,
+    note_envelopes,
+    raise_problems,
+    repaired,
+    rules_for,
+    with_envelopes,
+)
 from ._records import GenerationRecord, TurnRecord, plain_copy
+from ._scope import (
+    ScopeTarget,
+    drop_prefix_bound,
+    merged_problems,
+    scope_problems,
+    scope_target,
+    tool_turn_flags,
+    turn_reasoning,
+)
 
 __all__ = ["Conversation", "RecordingStore", "recording_store"]
 
@@ -305,31 +322,64 @@ class Conversation(Sequence[dict[str, Any]]):
     def scoped_turns(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
         """:meth:`turns_for` under ``policy``, the pipe's policy already resolved for the
         request (``PassbackPolicy.for_pipe(pipe)``)."""
-        turns = self._turns_under(pipe, policy)
+        turns, scope = self._request(pipe, policy)
         if not self._repair:
             return turns
-        return repaired(pipe, turns, self._preflight_turns(turns), policy)
+        note_envelopes(envelope_problems(self._records))
+        return self._repaired(pipe, turns, scope, policy)
 
     def checked_turns(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
         """:meth:`check_passback` and :meth:`scoped_turns` in one: the turns ``pipe``'s request
         sends under ``policy``, or ``UsageError`` naming what its provider would reject (a
         conversation from :meth:`with_repair` repairs instead)."""
-        turns = self._turns_under(pipe, policy)
-        found = rules_for(pipe)
-        if found is None:
-            return turns
-        checked = self._preflight_turns(turns)
+        turns, scope = self._request(pipe, policy)
         if self._repair:
-            return repaired(pipe, turns, checked, policy)
-        raise_problems(find_problems(found, pipe, checked, policy))
+            note_envelopes(envelope_problems(self._records))
+            return self._repaired(pipe, turns, scope, policy)
+        raise_problems(with_envelopes(self._problems(pipe, turns, scope, policy), self._records))
         return turns
 
+    def _request(
+        self, pipe: object, policy: PassbackPolicy
+    ) -> tuple[list[HistoryTurn], list[PassbackProblem]]:
+        # The turns under the policy, and what of the state the policy would send cannot go
+        # to this pipe (another endpoint or account; a prefix-bound block whose prefix changed).
+        target = scope_target(pipe)
+        turns = self._turns_under(target, policy)
+        history = (self._messages, self._records, turns, self._tool_loop_start())
+        return turns, scope_problems(pipe, target, policy, *history)
+
+    def _problems(
+        self,
+        pipe: object,
+        turns: list[HistoryTurn],
+        scope: list[PassbackProblem],
+        policy: PassbackPolicy,
+    ) -> list[PassbackProblem]:
+        found = rules_for(pipe)
+        if found is None:
+            return scope
+        rules = find_problems(found, pipe, self._preflight_turns(turns), policy)
+        return merged_problems(scope, rules)
+
+    def _repaired(
+        self,
+        pipe: object,
+        turns: list[HistoryTurn],
+        scope: list[PassbackProblem],
+        policy: PassbackPolicy,
+    ) -> list[HistoryTurn]:
+        kept, notes = drop_prefix_bound(turns, scope)
+        return repaired(pipe, kept, self._preflight_turns(kept), policy, notes)
+
     def _turns_under(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
+        target = pipe if isinstance(pipe, ScopeTarget) else scope_target(pipe)
         loop_start = self._tool_loop_start()
+        tool_turns = tool_turn_flags(self._messages)
         turns: list[HistoryTurn] = []
         for index, (message, record) in enumerate(zip(self._messages, self._records, strict=True)):
             visible = plain_copy(strip_inert_keys(message))
-            if _role(message) != "assistant" or record is None or not record.made_by(pipe):
+            if _role(message) != "assistant" or record is None or not record.made_by(target):
                 turns.append(HistoryTurn(visible))
                 continue
             in_loop = index >= loop_start
@@ -340,19 +390,10 @@ class Conversation(Sequence[dict[str, Any]]):
                     for state in record.states
                     # The record's scope matched; the state's own labels must not
                     # contradict it (a state copied in, or made for another provider).
-                    if state.may_go_to(pipe)
+                    if state.may_go_to(target)
                     and (policy.kinds is None or state.kind in policy.kinds)
                 )
-            reasoning: str | None = None
-            thinking = message.get("thinking")
-            calls = message.get("tool_calls")
-            if policy.gives_reasoning(bool(calls), in_loop):
-                if isinstance(thinking, str) and thinking:
-                    reasoning = thinking
-                elif thinking is None and record.reasoned is False and calls:
-                    # The run reasoned nothing: a tool-call turn's reasoning is the empty text
-                    # (what some hosts need back on it), not missing.
-                    reasoning = ""
+            reasoning = turn_reasoning(message, record, policy, in_loop, tool_turns[index])
             turns.append(HistoryTurn(visible, states=states, reasoning=reasoning))
         return turns
 
@@ -364,13 +405,16 @@ class Conversation(Sequence[dict[str, Any]]):
         Nothing is called. Each :class:`PassbackProblem` names the message index, a code and
         what to do; an empty list means nothing known to be rejected. The provider's spec
         holds the rules (its ``preflight``); a pipe of an unknown provider gets ``[]``.
+        Whatever the provider, state the policy would send that cannot go to this pipe is
+        named too: ``state_other_endpoint`` (made at another endpoint), ``state_other_account``
+        (bound to another account), ``thinking_prefix_changed`` (bound to a request prefix
+        that changed since; the index is the first such message). A turn rebuilt from a
+        client's history whose sealed envelope did not open is ``envelope_invalid`` for every
+        pipe.
         """
-        found = rules_for(pipe)
-        if found is None:
-            return []
         policy = PassbackPolicy.for_pipe(pipe)
-        turns = self._preflight_turns(self._turns_under(pipe, policy))
-        return find_problems(found, pipe, turns, policy)
+        turns, scope = self._request(pipe, policy)
+        return with_envelopes(self._problems(pipe, turns, scope, policy), self._records)
 
     def check_passback(self, pipe: object) -> None:
         """Raise ``UsageError`` naming the :meth:`preflight` problems, if there are any.
@@ -394,8 +438,9 @@ class Conversation(Sequence[dict[str, Any]]):
 
     def _preflight_turns(self, turns: Sequence[HistoryTurn]) -> list[PreflightTurn]:
         loop_start = self._tool_loop_start()
+        tool_turns = tool_turn_flags(self._messages)
         return [
-            PreflightTurn(index, turn, self._records[index], index >= loop_start)
+            PreflightTurn(index, turn, self._records[index], index >= loop_start, tool_turns[index])
             for index, turn in enumerate(turns)
         ]
 
@@ -501,6 +546,33 @@ class Conversation(Sequence[dict[str, Any]]):
         if not 0 <= position < size:
             raise IndexError(f"message index {index} out of range for {size} messages")
         return position
+
+    # --------------------------------------------------------------- client-held history
+
+    @classmethod
+    def from_ag_ui(cls, messages: Iterable[Any], *, seal_keys: Any = None) -> Conversation:
+        """Rebuild the history an AG-UI client sent back (dicts in camelCase or ``ag_ui.core``
+        models): each assistant turn gets the record its sealed envelope holds, so its opaque
+        state goes back byte for byte. A turn whose envelope was altered, sealed with a key
+        not in ``seal_keys`` (``[key, *older]``) or is missing stays plain text, and
+        :meth:`preflight` names it ``envelope_invalid``."""
+        from ._client_history import from_ag_ui_messages
+
+        return cls._rebuilt(from_ag_ui_messages(messages, seal_keys))
+
+    @classmethod
+    def from_ui_messages(cls, messages: Iterable[Any], *, seal_keys: Any = None) -> Conversation:
+        """:meth:`from_ag_ui` for the AI SDK's UI messages (``useChat``'s ``messages``)."""
+        from ._client_history import from_ui_messages
+
+        return cls._rebuilt(from_ui_messages(messages, seal_keys))
+
+    @classmethod
+    def _rebuilt(cls, pairs: Iterable[tuple[dict[str, Any], TurnRecord | None]]) -> Conversation:
+        conversation = cls()
+        for message, record in pairs:
+            conversation._append(plain_copy(message), record)
+        return conversation
 
     # --------------------------------------------------------------------- persistence
 

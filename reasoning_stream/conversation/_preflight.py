@@ -26,14 +26,18 @@ if TYPE_CHECKING:
     from ..providers._spec import ProviderSpec
 
 __all__ = [
+    "ENVELOPE_INVALID",
     "PassbackProblem",
     "PreflightTurn",
+    "envelope_problems",
     "find_problems",
+    "note_envelopes",
     "problems_where",
     "raise_problems",
     "repair_where",
     "repaired",
     "rules_for",
+    "with_envelopes",
 ]
 
 
@@ -69,24 +73,72 @@ def repaired(
     turns: list[HistoryTurn],
     checked: Sequence[PreflightTurn],
     policy: PassbackPolicy,
+    notes: Sequence[str] = (),
 ) -> list[HistoryTurn]:
     """``turns`` with what the provider's docs say to drop or fill dropped or filled.
 
-    A ``UserWarning`` says what changed; with nothing to repair, ``turns`` come back as
-    they are.
+    A ``UserWarning`` says what changed (``notes`` first: what was repaired before, such as
+    state that cannot go to this pipe); with nothing to repair, ``turns`` come back as they
+    are. A provider's repair raises ``UsageError`` where its docs offer no drop or fill.
     """
     found = rules_for(pipe)
-    if found is None or found.repair is None or not find_problems(found, pipe, checked, policy):
-        return turns
-    fixed, notes = found.repair(pipe, checked, policy)
-    if notes:
+    fixed = turns
+    said = list(notes)
+    if (
+        found is not None
+        and found.repair is not None
+        and find_problems(found, pipe, checked, policy)
+    ):
+        fixed, more = found.repair(pipe, checked, policy)
+        said += more
+    if said:
         warnings.warn(
-            "repaired the conversation for the provider: " + "; ".join(notes),
+            "repaired the conversation for the provider: " + "; ".join(said),
             UserWarning,
             # The pipe's call for its turns, past this module, the conversation and history.
-            stacklevel=4,
+            stacklevel=5,
         )
     return fixed
+
+
+ENVELOPE_INVALID = "envelope_invalid"
+"""The problem code of an assistant turn whose sealed envelope did not open (any provider)."""
+
+
+def envelope_problems(records: Sequence[object]) -> list[PassbackProblem]:
+    """One ``envelope_invalid`` problem per turn rebuilt from a client's history whose sealed
+    envelope did not open (tampered, sealed with a foreign key, or missing)."""
+    return [
+        PassbackProblem(
+            index,
+            ENVELOPE_INVALID,
+            f"{problem}. Send the turn back as the stream gave it (its envelope unchanged, "
+            "sealed with one of the seal_keys), or repair (the turn goes as plain text, "
+            "without its reasoning state)",
+        )
+        for index, record in enumerate(records)
+        if (problem := getattr(record, "envelope_problem", None))
+    ]
+
+
+def note_envelopes(problems: Sequence[PassbackProblem]) -> None:
+    """The repair of ``envelope_invalid`` turns (they go as plain text), said in a warning."""
+    if problems:
+        warnings.warn(
+            "repaired the conversation: messages "
+            + ", ".join(str(problem.index) for problem in problems)
+            + " came back without a valid sealed envelope, so they go as plain text, without "
+            "reasoning state",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def with_envelopes(
+    problems: list[PassbackProblem], records: Sequence[object]
+) -> list[PassbackProblem]:
+    """``problems`` and the ``envelope_invalid`` ones of ``records``, in message order."""
+    return sorted(envelope_problems(records) + problems, key=lambda problem: problem.index)
 
 
 # ------------------------------------------------------------- helpers for a provider's rules

@@ -17,6 +17,7 @@ from typing import Any, Literal, Self, TypeAlias, get_args
 from .._capture import PipeResult, Status
 from .._events import ReasoningState
 from .._exceptions import UsageError
+from ._scope import record_refusal
 
 __all__ = ["GenerationRecord", "GenerationStatus", "TurnRecord", "plain_copy"]
 
@@ -36,10 +37,15 @@ class TurnRecord:
     """Provider execution metadata for one assistant turn, kept beside its message.
 
     ``provider``, ``model`` and ``endpoint`` are the scope: the turn's ``states`` and its
-    readable reasoning go back only to a pipe with the same three values. ``reasoned`` says
+    readable reasoning go back only to a pipe with the same three values (or a model that
+    reads this one's state). A state bound to an account or to the request prefix carries
+    that binding in its ``extra`` (``"account"``, ``"prefix"``), so records saved before
+    bindings existed load as they were. ``reasoned`` says
     whether the run produced readable reasoning (``None``: not known, a record written before
     the field existed), so a tool-call turn that truly reasoned nothing can be told from one
-    whose reasoning was edited away.
+    whose reasoning was edited away. ``envelope_problem`` is set on a turn rebuilt from a
+    client's history whose sealed envelope did not open (tampered, foreign key, missing): why,
+    in words; preflight reports it as ``envelope_invalid`` and the turn goes back as plain text.
     """
 
     provider: str | None
@@ -50,6 +56,7 @@ class TurnRecord:
     status: Status = "completed"
     finish_reason: str | None = None
     reasoned: bool | None = None
+    envelope_problem: str | None = None
 
     @classmethod
     def from_result(cls, result: PipeResult) -> TurnRecord:
@@ -66,18 +73,15 @@ class TurnRecord:
         )
 
     def made_by(self, pipe: object) -> bool:
-        """Whether ``pipe`` speaks to the provider, model and endpoint that made this turn."""
-        provider = getattr(pipe, "provider", None)
-        return (
-            provider is not None
-            and self.provider == provider
-            and self.model == getattr(pipe, "model", None)
-            and _same_endpoint(self.endpoint, getattr(pipe, "endpoint", None))
-        )
+        """Whether ``pipe`` speaks to the provider and endpoint that made this turn, with its
+        model or one whose profile reads it (``reads_from``). Endpoints compare canonically
+        (case, default port and trailing slash aside); one not recorded is the provider's
+        default."""
+        return record_refusal(self, pipe) is None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (bytes payloads base64 encoded)."""
-        return {
+        data = {
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
@@ -87,6 +91,9 @@ class TurnRecord:
             "finish_reason": self.finish_reason,
             "reasoned": self.reasoned,
         }
+        if self.envelope_problem is not None:
+            data["envelope_problem"] = self.envelope_problem
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TurnRecord:
@@ -100,6 +107,7 @@ class TurnRecord:
             status=data.get("status", "completed"),
             finish_reason=data.get("finish_reason"),
             reasoned=data.get("reasoned"),
+            envelope_problem=data.get("envelope_problem"),
         )
 
 
@@ -152,13 +160,6 @@ def _bytes_in(value: Any) -> Any:
     if isinstance(value, list):
         return [_bytes_in(item) for item in value]
     return value
-
-
-def _same_endpoint(made: str | None, asking: str | None) -> bool:
-    # A trailing slash is the only spelling difference two clients of one root commonly have.
-    if made is None or asking is None:
-        return made is asking
-    return made.rstrip("/") == asking.rstrip("/")
 
 
 @dataclass(slots=True)

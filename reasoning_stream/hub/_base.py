@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import logging
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -32,6 +33,7 @@ from .._unicode import is_clean
 from ._stop import STOP_GRACE, THREADS, RunControl, Stopped
 
 if TYPE_CHECKING:
+    from ..conversation._envelopes import SealKeys
     from ._entry import Entry
 
 __all__ = [
@@ -47,6 +49,8 @@ __all__ = [
 
 Runnable: TypeAlias = Pipe | Pipeline
 """What a hub runs: one pipe, or a pipeline (one channel for all its pipes)."""
+
+logger = logging.getLogger("reasoning_stream.hub")
 
 _CLOSING_TIMEOUT = 10.0
 """Seconds a cancelled ``arun`` may still spend writing its final entry."""
@@ -110,9 +114,11 @@ class _Sink(Protocol):
 
     def put_event(self, event: Event) -> None: ...
 
-    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
-        """Write the final entry (``error``: why a failed run failed); say what was not
-        published, if anything."""
+    def finish(
+        self, status: Status, error: str | None = None, envelope: str | None = None
+    ) -> _Failure | None:
+        """Write the final entry (``error``: why a failed run failed; ``envelope``: the run's
+        sealed record); say what was not published, if anything."""
         ...
 
 
@@ -151,6 +157,8 @@ class Hub:
 
     maxlen: int
     ttl: float | None
+    seal_keys: SealKeys | None = None
+    """The keys a run's final entry is sealed with (``seal_keys=`` given), else ``None``."""
     first_entry_id: str
     """The id of every stream's first entry: a reader whose first entry has another id
     starts where retention trimmed the stream."""
@@ -164,9 +172,34 @@ class Hub:
         return self._open(stream_id)
 
     async def _afinish(
-        self, sink: _Sink, status: Status, error: str | None = None
+        self, sink: _Sink, status: Status, error: str | None = None, envelope: str | None = None
     ) -> _Failure | None:
-        return sink.finish(status, error)
+        return sink.finish(status, error, envelope)
+
+    # --------------------------------------------------------------------------- sealing
+
+    def _take_keys(self, seal_keys: object) -> None:
+        """Keep ``seal_keys`` (checked now: a bad key fails at construction)."""
+        if seal_keys is not None:
+            from ..conversation._envelopes import seal_keys_or_none
+
+            self.seal_keys = seal_keys_or_none(seal_keys)  # type: ignore[arg-type]
+
+    def _envelope(self, result: object) -> str | None:
+        """The run's record, opaque states included, sealed for its final entry (hubs given
+        ``seal_keys``): raw state never leaves this process, its envelope may."""
+        keys = self.seal_keys
+        if isinstance(result, PipelineResult):
+            result = result.results[-1] if result.results else None
+        if keys is None or not isinstance(result, PipeResult):
+            return None
+        from ..conversation._records import TurnRecord
+
+        try:
+            return keys.seal(TurnRecord.from_result(result))
+        except Exception as error:  # the run's end is written whatever happens here
+            logger.warning("could not seal the run's reasoning state: %s", type(error).__name__)
+            return None
 
     def read(self, stream_id: str, after: str | None = None) -> list[Entry]:
         """The entries of ``stream_id`` there now (past ``after``), without waiting."""
@@ -273,9 +306,9 @@ class Hub:
                 control.request()
                 worker.done.wait(STOP_GRACE)
                 with contextlib.suppress(Exception):  # the interruption is what goes on
-                    _settle(worker, runnable, before, sink, control)
+                    _settle(worker, runnable, before, sink, control, self._envelope)
                 raise
-            return _settle(worker, runnable, before, sink, control)
+            return _settle(worker, runnable, before, sink, control, self._envelope)
 
     @overload
     async def arun(
@@ -331,12 +364,14 @@ class Hub:
                 failure: _Failure | None = _Failure(
                     f"the final entry of stream {stream_id!r} was not written in time", 1
                 )
+                envelope = self._envelope(_result_after(runnable, before, error))
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSING_TIMEOUT):
-                    failure = await self._afinish(sink, status, reason)
+                    failure = await self._afinish(sink, status, reason, envelope)
                 _note_failure(error, failure)
                 raise
             attachment.detach()
-            return _conclude(await self._afinish(sink, result.status), result)
+            envelope = self._envelope(result)
+            return _conclude(await self._afinish(sink, result.status, None, envelope), result)
 
 
 class _Worker:
@@ -377,25 +412,32 @@ class _Worker:
 
 
 def _settle(
-    worker: _Worker, runnable: Runnable, before: object, sink: _Sink, control: RunControl
+    worker: _Worker,
+    runnable: Runnable,
+    before: object,
+    sink: _Sink,
+    control: RunControl,
+    seal: Callable[[object], str | None],
 ) -> PipeResult | PipelineResult:
     """Write a sync run's final entry from how its worker ended (or was left behind)."""
     if not worker.done.is_set() and not worker.abandon():
         # The model is silent: end its stream here and leave its thread behind.
         _end_silent(runnable, control)
         stopped = _stopped_result(runnable, sink)
-        return _conclude(_abandon(sink, control), stopped)
+        return _conclude(_abandon(sink, control, seal(stopped)), stopped)
     error = worker.error
     if error is not None and not isinstance(error, Stopped):
         status = _status_after(runnable, before, error, sink)
-        failure = sink.finish(status, failure_reason(error) if status == "error" else None)
+        reason = failure_reason(error) if status == "error" else None
+        failure = sink.finish(status, reason, seal(_result_after(runnable, before, error)))
         _note_failure(error, failure)
         raise error
     if error is not None:
         stopped = _stopped_result(runnable, sink, before)
-        return _conclude(sink.finish(stopped.status), stopped)
+        return _conclude(sink.finish(stopped.status, None, seal(stopped)), stopped)
     assert worker.result is not None
-    return _conclude(sink.finish(worker.result.status), worker.result)
+    result = worker.result
+    return _conclude(sink.finish(result.status, None, seal(result)), result)
 
 
 def _end_silent(runnable: Runnable, control: RunControl) -> None:
@@ -414,11 +456,11 @@ def _end_silent(runnable: Runnable, control: RunControl) -> None:
                 pipe._deliver_now(channel)
 
 
-def _abandon(sink: _Sink, control: RunControl) -> _Failure | None:
+def _abandon(sink: _Sink, control: RunControl, envelope: str | None) -> _Failure | None:
     """End the stream of a stopped run that stays silent: close its segment, final entry."""
     if control.drop():
         sink.put_chunk(ReasoningStream.CLOSE_TAG)
-    return sink.finish(_cancelled(sink))
+    return sink.finish(_cancelled(sink), None, envelope)
 
 
 def _cancelled(sink: _Sink) -> Status:
@@ -487,6 +529,15 @@ def failure_reason(error: BaseException) -> str:
 
     text = redact_url_credentials(f"{type(error).__name__}: {error}")
     return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
+
+
+def _result_after(runnable: Runnable, before: object, error: BaseException) -> object:
+    """What a run that raised left: the error's result, else the run's own, else ``None``."""
+    captured = getattr(error, "result", None)
+    if isinstance(captured, PipeResult):
+        return captured
+    last = runnable.last_result
+    return last if last is not None and last is not before else None
 
 
 def _status_after(runnable: Runnable, before: object, error: BaseException, sink: _Sink) -> Status:

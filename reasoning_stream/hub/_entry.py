@@ -43,6 +43,10 @@ class Entry:
     message, without secrets), or, on one the hub wrote for a run that could not (its writer
     was lost: the process crashed or hung, see ``RedisHub(lease=)``), why the stream ended.
     ``None`` on every other entry."""
+    envelope: str | None = None
+    """On the final entry of a run published by a hub given ``seal_keys``: the run's record
+    (its opaque reasoning state, scope and order) sealed, so that a client can keep it and
+    send it back, but neither read nor alter it. ``None`` on every other entry."""
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TypeAlias
 
 import anyio
@@ -34,11 +34,12 @@ _ID = re.compile(r"[1-9][0-9]{0,17}")
 class _Final:
     """The final entry's item: how the run ended (and why, when it failed)."""
 
-    __slots__ = ("error", "status")
+    __slots__ = ("envelope", "error", "status")
 
-    def __init__(self, status: Status, error: str | None) -> None:
+    def __init__(self, status: Status, error: str | None, envelope: str | None) -> None:
         self.status = status
         self.error = error
+        self.envelope = envelope
 
 
 _Item: TypeAlias = "str | Event | _Final"
@@ -83,7 +84,15 @@ class _Log:
             if type(item) is str:
                 add(Entry(str(number), item))
             elif type(item) is _Final:
-                add(Entry(str(number), final=True, status=item.status, error=item.error))
+                add(
+                    Entry(
+                        str(number),
+                        final=True,
+                        status=item.status,
+                        error=item.error,
+                        envelope=item.envelope,
+                    )
+                )
             else:
                 add(Entry(str(number), "", item))  # type: ignore[arg-type]
         return entries
@@ -136,10 +145,12 @@ class _MemorySink:
             waiting, log.waiting = log.waiting, None
         _wake_all(waiting)
 
-    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
+    def finish(
+        self, status: Status, error: str | None = None, envelope: str | None = None
+    ) -> _Failure | None:
         hub, log = self._hub, self._log
         with hub._lock:
-            log.items.append(_Final(status, error))
+            log.items.append(_Final(status, error, envelope))
             log.final = True
             if hub.ttl is not None:
                 hub._expiry.append((time.monotonic() + hub.ttl, self._stream_id, log))
@@ -154,7 +165,9 @@ class MemoryHub(Hub):
     ``maxlen`` bounds the entries kept per stream (the oldest go first; a reader resuming
     before them gets :class:`StreamExpiredError`); ``ttl`` is how many seconds a finished
     stream stays readable (``None``: until the hub is dropped). Safe across threads: a sync
-    ``run`` in one thread, readers on asyncio or trio loops in others.
+    ``run`` in one thread, readers on asyncio or trio loops in others. With ``seal_keys``
+    (``[key, *older]``, see ``reasoning_stream.web``'s sealed history) each run's final entry
+    carries its opaque reasoning state sealed (``Entry.envelope``); raw state is never kept.
 
     >>> from reasoning_stream import ReasoningDelta, TextDelta
     >>> from reasoning_stream.testing import ScriptedPipe
@@ -169,9 +182,16 @@ class MemoryHub(Hub):
 
     first_entry_id = "1"
 
-    def __init__(self, *, maxlen: int = 100_000, ttl: float | None = 3600.0) -> None:
+    def __init__(
+        self,
+        *,
+        maxlen: int = 100_000,
+        ttl: float | None = 3600.0,
+        seal_keys: Sequence[bytes | str] | None = None,
+    ) -> None:
         if maxlen < 1:
             raise UsageError(f"maxlen must be at least 1, got {maxlen}")
+        self._take_keys(seal_keys)
         self.maxlen = maxlen
         self.ttl = ttl
         self._lock = threading.Lock()

@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -77,6 +77,10 @@ class RedisHub(Hub):
     after that, as for any finished run. A writer that was only slow and comes back is turned
     away by Redis (its token no longer owns the claim): its run finishes and raises
     :class:`PublishError` with the result.
+
+    ``seal_keys`` (``[key, *older]``): each run's final entry carries its opaque reasoning
+    state sealed in this process (``Entry.envelope``), so Redis never holds raw state and a
+    web app in another process serves envelopes it could not have made.
     """
 
     first_entry_id = "0-1"
@@ -92,9 +96,11 @@ class RedisHub(Hub):
         write_delay: float = 0.001,
         lease: float = 10.0,
         cluster: bool = False,
+        seal_keys: Sequence[bytes | str] | None = None,
     ) -> None:
         if maxlen < 1:
             raise UsageError(f"maxlen must be at least 1, got {maxlen}")
+        self._take_keys(seal_keys)
         if not lease > 0:
             raise UsageError(f"lease must be a positive number of seconds, got {lease}")
         try:
@@ -248,10 +254,10 @@ class RedisHub(Hub):
         return await anyio.to_thread.run_sync(self._open, stream_id)
 
     async def _afinish(
-        self, sink: Any, status: Status, error: str | None = None
+        self, sink: Any, status: Status, error: str | None = None, envelope: str | None = None
     ) -> _Failure | None:
-        finish: Callable[[Status, str | None], _Failure | None] = sink.finish
-        return await anyio.to_thread.run_sync(finish, status, error)
+        finish: Callable[[Status, str | None, str | None], _Failure | None] = sink.finish
+        return await anyio.to_thread.run_sync(finish, status, error, envelope)
 
     # ------------------------------------------------------------------------ stopping
 

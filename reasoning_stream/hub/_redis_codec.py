@@ -11,7 +11,8 @@ two parts collide, and no key meets a ``RedisStore``'s under the same prefix.
   empty); the event as ``r`` (reasoning delta text) or ``t`` (text delta text) with ``o`` its
   source, or ``e`` any other event as JSON; ``R`` or ``T`` for a delta whose chunk is its
   own text (then no ``c``: the text is stored once); ``s`` the status (final entry only),
-  with ``x`` why a failed run failed (``Entry.error``).
+  with ``x`` why a failed run failed (``Entry.error``) and ``v`` the run's sealed envelope
+  (``Entry.envelope``, hubs given ``seal_keys``; never raw opaque state).
 - ``<prefix>{<id>}:run``: the claim, a hash created when a run starts (only if absent), so
   a stream id is used once: ``owner`` (a random token, present while the run is running),
   ``writer`` (host and pid, for messages), ``lease`` (seconds) and ``close`` (the marker that
@@ -152,7 +153,11 @@ def past(after: str | None) -> str:
 
 
 def entry_fields(
-    chunk: str, event: Event | None, status: Status | None, error: str | None = None
+    chunk: str,
+    event: Event | None,
+    status: Status | None,
+    error: str | None = None,
+    envelope: str | None = None,
 ) -> list[str]:
     """An entry as XADD field/value pairs; deltas skip JSON (they are nearly every entry).
 
@@ -185,6 +190,8 @@ def entry_fields(
         fields += ("s", status)
         if error is not None:
             fields += ("x", error)
+        if envelope is not None:
+            fields += ("v", envelope)
     return fields
 
 
@@ -206,7 +213,7 @@ def decode_entry(entry_id: str, fields: dict[str, str]) -> Entry:
     elif "e" in fields:
         event = event_from_dict(json.loads(fields["e"]))
     final = status is not None
-    return Entry(entry_id, chunk, event, final, status, fields.get("x"))  # type: ignore[arg-type]
+    return Entry(entry_id, chunk, event, final, status, fields.get("x"), fields.get("v"))  # type: ignore[arg-type]
 
 
 APPEND = """

@@ -54,6 +54,7 @@ class RedisSink:
         "_put",
         "closing",
         "entries",
+        "envelope",
         "error",
         "failure",
         "key",
@@ -83,6 +84,8 @@ class RedisSink:
         self.seq = 0
         self.error: str | None = None
         """Why the run failed, for its final entry (set before that entry is queued)."""
+        self.envelope: str | None = None
+        """The run's sealed record, for its final entry (set before that entry is queued)."""
         self.saw_text = False
         self.failure = failure
         """Why publishing stopped (Redis unreachable at the start or failing mid-run)."""
@@ -108,9 +111,12 @@ class RedisSink:
         if self.failure is None:
             self._put((self, self.seq, "", event, None))
 
-    def finish(self, status: Status, error: str | None = None) -> _Failure | None:
+    def finish(
+        self, status: Status, error: str | None = None, envelope: str | None = None
+    ) -> _Failure | None:
         self.seq += 1
         self.error = error
+        self.envelope = envelope
         if self.failure is None:
             self._put((self, self.seq, "", None, status))
             if not self._done.wait(FINISH_TIMEOUT):
@@ -172,8 +178,17 @@ class RedisSink:
             if chunk and event is None and status is None:
                 pending = chunk
             else:
-                error = self.error if status is not None else None
-                self._flush(args, entry_fields(chunk, event, status, error))
+                final_entry = status is not None
+                self._flush(
+                    args,
+                    entry_fields(
+                        chunk,
+                        event,
+                        status,
+                        self.error if final_entry else None,
+                        self.envelope if final_entry else None,
+                    ),
+                )
         if pending is not None:
             self._flush(args, ["c", pending])
         return args, final

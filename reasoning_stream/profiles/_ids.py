@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 from fnmatch import fnmatchcase
-from urllib.parse import urlsplit
+
+from .._endpoints import canonical_endpoint
 
 __all__ = [
     "candidates",
@@ -107,24 +108,13 @@ def specificity(pattern: str) -> tuple[bool, int, int]:
 
 def canonical_root(url: str) -> str:
     """An API root in one form: scheme and host in lower case, no default port, no trailing
-    slash (``HTTPS://API.Example.com:443/v1/`` is ``https://api.example.com/v1``).
+    slash (``HTTPS://API.Example.com:443/v1/`` is ``https://api.example.com/v1``); the form
+    opaque state compares endpoints in too.
 
     >>> canonical_root("HTTPS://Dashscope.AliyunCS.com:443/compatible-mode/v1/")
     'https://dashscope.aliyuncs.com/compatible-mode/v1'
     """
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:  # not a URL (an unclosed IPv6 bracket): compare it as written
-        return url.strip().lower().rstrip("/")
-    scheme = (parts.scheme or "https").lower()
-    host = (parts.hostname or "").lower()
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    default = {"https": 443, "http": 80}.get(scheme)
-    netloc = host if port is None or port == default else f"{host}:{port}"
-    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+    return canonical_endpoint(url)
 
 
 def root_applies(root: str, base_url: str) -> bool:

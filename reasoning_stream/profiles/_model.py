@@ -8,6 +8,7 @@ from datetime import date
 from typing import Any, Literal, TypeAlias
 
 from .._exceptions import UsageError
+from ._ids import candidates, matches
 
 __all__ = [
     "BINDINGS",
@@ -42,10 +43,14 @@ PASSBACK_DETAILS: tuple[str, ...] = (
     "final_answer",
     "empty_on_tool_turns",
     "signatures",
+    "signed_calls",
 )
 """Documented details of passback: only turns that called tools carry reasoning back; the
 final answer of a tool-using turn carries it too; a tool turn without reasoning takes an empty
-field; the state is a signature riding on the parts."""
+field; the state is a signature riding on the parts (Claude's signed thinking blocks, Gemini's
+thought signatures), and a tool-use turn of the current tool loop must come back with it while
+thinking is on; a function call of the current turn is refused without its signature
+(``signed_calls``, Gemini 3 and later)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,19 @@ class ModelProfile:
     note: str = ""
     pattern: str | None = None
     known: bool = False
+
+    def reads(self, model: str, provider: str = "") -> bool:
+        """Whether this model accepts opaque state ``model`` made, beyond its own: a
+        ``reads_from`` pattern matches it (compared as the catalogue compares ids, Bedrock
+        and gateway wrappers taken off for ``provider``).
+
+        >>> ModelProfile(reads_from=("claude-opus-5*",)).reads("claude-opus-5.5")
+        True
+        """
+        if not self.reads_from:
+            return False
+        forms = candidates(provider, model)
+        return any(matches(pattern, forms) for pattern in self.reads_from)
 
     def nearest_effort(self, level: str) -> str | None:
         """The documented level closest to ``level`` on the seven-level scale (``level``

@@ -142,12 +142,15 @@ def _best(
     return None if best is None else (best[1], best[2])
 
 
-def lookup(provider: str, model: str, base_url: str | None = None) -> ModelProfile:
+def lookup(
+    provider: str, model: str, base_url: str | None = None, *, warn: bool = True
+) -> ModelProfile:
     """The profile of ``model`` on ``provider`` (at ``base_url`` when rows differ by API root).
 
     User rows win over the catalogue; within each, the most specific pattern wins. A model no
     row describes gets the conservative profile and one :class:`UnknownModelWarning` per
-    (provider, model) in a process. Never raises.
+    (provider, model) in a process (``warn=False``: none, for callers that only consult the
+    profile, such as the passback scope; the effort plan warns). Never raises.
     """
     provider_id = str(provider).strip().lower()
     name = str(model)
@@ -162,7 +165,7 @@ def lookup(provider: str, model: str, base_url: str | None = None) -> ModelProfi
                 _answers.clear()
             if user == tuple(_user):  # no row registered meanwhile
                 _answers[key] = answer
-    if not answer.known:
+    if warn and not answer.known:
         _warn_unknown(provider_id, name)
     return answer
 

@@ -113,11 +113,18 @@ class Clients:
         attempt's sleep; the pipe's own :meth:`~Pipe.set_retries` is the one retry policy.
         """
         options: dict[str, Any] = {"max_retries": 0}
-        if self.base_url is not None:
+        base_url = self.base_url
+        if base_url is None:
+            # The SDK would read its own variable (``OPENAI_BASE_URL``, ...) as it is, and
+            # log and quote the password in it: read it here to take the password out.
+            from_env = self._base_url_from_env()
+            if from_env and split_url_credentials(from_env)[1] is not None:
+                base_url = from_env
+        if base_url is not None:
             # A proxy's user:password@ goes out as the Basic Authorization header httpx
             # would make of it (it replaces the key's header, as before), never in a URL
             # that the SDK and httpx log and quote in errors.
-            options["base_url"], authorization = split_url_credentials(self.base_url)
+            options["base_url"], authorization = split_url_credentials(base_url)
             if authorization is not None:
                 options["default_headers"] = {"Authorization": authorization}
         if self._api_key is not None:
@@ -240,7 +247,16 @@ class Clients:
         environment variable), else relative to the given client's own ``base_url``, else
         under the API's ``default`` root."""
         given = self.client is not None and bool(str(client.base_url))
+        if base is None and not given:
+            base = self._base_url_from_env()
         return lean_url(path, base=base, client_given=given, default=default)
+
+    def _base_url_from_env(self) -> str | None:
+        """The API root in the provider's environment variable (``OPENAI_BASE_URL``, ...),
+        which its SDK would read: the lean transport reads it too."""
+        found = spec(self.provider)
+        env = found.base_url_env if found is not None else None
+        return os.environ.get(env) or None if env else None
 
 
 def _importable(module: str) -> bool:

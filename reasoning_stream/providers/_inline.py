@@ -40,7 +40,6 @@ __all__ = [
     "inline_scanner",
     "inline_translator",
     "start_setting",
-    "with_inline_tags",
 ]
 
 
@@ -66,7 +65,7 @@ def inline_rule(provider: str | None, model: str | None, base_url: str | None = 
     """
     if not provider or not model:
         return Inline()
-    return lookup(provider, model, base_url).inline
+    return lookup(provider, model, base_url, warn=False).inline
 
 
 def start_setting(start_in_reasoning: bool | None, inline: Inline) -> bool | None:
@@ -193,32 +192,6 @@ def check_inline_options(
     return names
 
 
-def with_inline_tags(
-    translator: Any,
-    inline_tags: InlineTags,
-    *,
-    provider: str | None,
-    model: str | None,
-    base_url: str | None,
-    start_in_reasoning: bool | None,
-    tags: Iterable[str] | None,
-) -> Any:
-    """``translator`` with its answer text read for inline tags, or itself when they are off.
-
-    For pipes whose API separates reasoning natively (Anthropic, Gemini, Responses) served by
-    a compatible endpoint that leaks ``<think>`` tags into the answer text instead.
-    """
-    if inline_tags is False:
-        return translator
-    inline = inline_rule(provider, model, base_url)
-    reader = inline_scanner(
-        inline_tags, start_in_reasoning=start_in_reasoning, inline=inline, tags=tags
-    )
-    if reader is None:
-        return translator
-    return InlineText(translator, reader, auto=inline_tags == "auto")
-
-
 class InlineText:
     """A provider translator whose answer text goes through a tag reader.
 
@@ -294,12 +267,12 @@ def inline_translator(pipe: Any, translator: Any) -> Any:
     inline_tags: InlineTags = getattr(pipe, "inline_tags", False)
     if inline_tags is False:
         return translator
-    return with_inline_tags(
-        translator,
+    reader = inline_scanner(
         inline_tags,
-        provider=pipe.provider or pipe.name,
-        model=pipe.model,
-        base_url=pipe.base_url or pipe.endpoint,
         start_in_reasoning=getattr(pipe, "start_in_reasoning", None),
+        inline=pipe.profile.inline,
         tags=getattr(pipe, "tags", None),
     )
+    if reader is None:
+        return translator
+    return InlineText(translator, reader, auto=inline_tags == "auto")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypedDict
 from urllib.parse import urlsplit
 
@@ -28,11 +29,14 @@ from .._effort import (
     plan_reasoning,
     validate_reasoning,
 )
+from .._events import ACCOUNT_KEY, PREFIX_KEY
 from .._exceptions import ProviderError, UsageError
 from .._messages import strip_inert_keys
 from .._pipe import Prompt
 from .._turns import HistoryTurn
 from ..conversation._history import history_turns
+from ..conversation._scope import account_fingerprint, prefix_digest
+from ..profiles import ModelProfile, lookup
 from ._descent import adescend, descend
 from ._driver import Driver
 from ._errors import explain, provider_error, redact_exception_chain
@@ -64,6 +68,7 @@ class EndpointOptions(PipeOptions, total=False):
     client: Any
     base_url: str | None
     api_key: str | None
+    account: str | None
 
 
 class _Validated(type):
@@ -96,6 +101,11 @@ class ProviderPipe(Driver, metaclass=_Validated):
         stream: ``True`` (the default) streams the answer; ``False`` makes one
             non-streaming request the way the provider documents it, and gives the same
             ``PipeResult`` and the same channel (one chunk per reasoning or text part).
+        account: a label naming the account the pipe runs under, for models whose opaque
+            state is bound to an account (profile ``binding`` ``"account"``): such state goes
+            back only to a pipe with the same :attr:`account`. Without a label the account
+            is named by a fingerprint of the API key (never the key); a pipe that sees no
+            key (a boto3 client, Ollama) is the unnamed account.
     """
 
     provider: str | None = None
@@ -120,8 +130,11 @@ class ProviderPipe(Driver, metaclass=_Validated):
         stream_model_reasoning: bool = True,
         reasoning: Reasoning = None,
         stream: bool = True,
+        account: str | None = None,
     ) -> None:
         _check_model(type(self).__name__, model)
+        if account is not None and (not isinstance(account, str) or not account.strip()):
+            raise UsageError(f"account= takes a label such as 'team-a', got {account!r}")
         validate_reasoning(reasoning)
         if not isinstance(stream, bool):
             raise UsageError(f"stream must be True or False, got {stream!r}")
@@ -148,6 +161,8 @@ class ProviderPipe(Driver, metaclass=_Validated):
             self.endpoint = root or None
         self._built: Any = None
         self._exhaustion_retries = 0
+        self._account_label = account
+        self._prefix: str | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, name={self.name!r})"
@@ -268,7 +283,47 @@ class ProviderPipe(Driver, metaclass=_Validated):
 
     def turns(self, prompt: Prompt | Any) -> list[HistoryTurn]:
         """The history turns to send for ``prompt``."""
-        return history_turns(prompt, self)
+        turns = history_turns(prompt, self)
+        if "prefix" in self.profile.binding:
+            # The prefix the answer is made after: its prefix-bound state records it.
+            self._prefix = prefix_digest([turn.message for turn in turns], self)
+        return turns
+
+    # ------------------------------------------------------------------------ scope
+
+    @property
+    def profile(self) -> ModelProfile:
+        """The model's profile (``profiles.lookup`` for this provider, model and API root):
+        what its passback, scope and preflight read."""
+        return lookup(self.provider or "", self.reasoning_model_id(), self.api_url(), warn=False)
+
+    @property
+    def account(self) -> str | None:
+        """The account this pipe runs under, as account-bound state is scoped: the
+        ``account=`` label, else ``key:`` and a fingerprint of the API key (an HMAC digest:
+        the key cannot be read back from it), else ``None`` (the unnamed account)."""
+        if self._account_label is not None:
+            return self._account_label
+        keys = [self._api_key, getattr(self.client, "api_key", None)]
+        keys += [os.environ.get(name) for name in self.secret_env]
+        key = next((k for k in keys if isinstance(k, str) and k), None)
+        return None if key is None else account_fingerprint(key)
+
+    def _finish_result(self, result: PipeResult) -> PipeResult:
+        # State of a model bound to its account or to the request prefix carries the binding.
+        prefix, self._prefix = self._prefix, None
+        binding = self.profile.binding if result.reasoning_state else ()
+        if not binding:
+            return super()._finish_result(result)
+        stamp: dict[str, Any] = {}
+        if "account" in binding:
+            stamp[ACCOUNT_KEY] = self.account
+        if "prefix" in binding and prefix is not None:
+            stamp[PREFIX_KEY] = prefix
+        states = tuple(
+            replace(state, extra={**state.extra, **stamp}) for state in result.reasoning_state
+        )
+        return super()._finish_result(replace(result, reasoning_state=states))
 
     def messages(self, prompt: Prompt | Any) -> list[dict[str, Any]]:
         """The plain messages of ``prompt`` (inert keys removed), without any provider state."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .._effort_planner import EffortPlanner
+from ..profiles import ModelProfile
 
 if TYPE_CHECKING:
     from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
@@ -146,7 +147,8 @@ class ProviderSpec:
         key_env: environment variables holding its key, in the order they are read.
         base_url_env: the environment variable naming its API root, if it has one.
         key_needed: whether a request needs a key (Bedrock and Ollama do without).
-        passback: ``model -> PassbackPolicy``: what earlier assistant turns must carry back.
+        passback: ``profile -> PassbackPolicy``: how its wire carries back what the model's
+            profile (``profiles.lookup``) says earlier assistant turns must carry back.
         effort: its reasoning-effort planner (see ``_effort_planner``).
         demo: the bundled replay for ``reasoning-stream demo``.
         preflight: ``(pipe, turns, policy) -> problems``: what the provider is documented to
@@ -165,7 +167,7 @@ class ProviderSpec:
     pipe: str
     extra: str
     effort: EffortPlanner
-    passback: Callable[[str | None], PassbackRules]
+    passback: Callable[[ModelProfile], PassbackRules]
     key_env: tuple[str, ...] = ()
     base_url_env: str | None = None
     key_needed: bool = True

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+import math
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +16,10 @@ from .._exceptions import UsageError
 from .._pipe import Prompt
 from ..conversation._history import check_prompt
 from ..hub import (
+    Entry,
     Hub,
     InvalidEntryIdError,
+    MemoryHub,
     Runnable,
     StreamExistsError,
     StreamExpiredError,
@@ -24,13 +27,17 @@ from ..hub import (
 )
 from ..hub._base import failure_reason
 from ._guard import LOOPBACK_HOSTS, BodyError, HostCheck, origin_refusal, read_json
+from ._openai import STREAM_ID_HEADER, ModelFactory, openai_routes
 from ._protocols import PROTOCOLS, ProtocolName, SSEEvent, translator_for
 from ._stop import stop_endpoint
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import Response
+    from starlette.responses import Response, StreamingResponse
+
+    from ..conversation._envelopes import SealKeys
+    from ..store import ConversationStore
 
 __all__ = ["create_app"]
 
@@ -57,9 +64,14 @@ def create_app(
     routes: list[Any] | None = None,
     retry: float | None = 1.0,
     keep_alive: float | None = 15.0,
+    write_timeout: float | None = 30.0,
     allowed_hosts: Sequence[str] = LOOPBACK_HOSTS,
     allowed_origins: Sequence[str] | None = None,
     max_body: int = 1_048_576,
+    seal_keys: Sequence[bytes | str] | None = None,
+    models: Mapping[str, ModelFactory] | None = None,
+    store: ConversationStore | None = None,
+    api_keys: Sequence[str] | None = None,
 ) -> Starlette:
     """An ASGI app that serves ``GET /streams/{stream_id}`` from ``hub`` as SSE.
 
@@ -101,6 +113,31 @@ def create_app(
     SSE comment, ``: keep-alive``, so proxies and load balancers do not close an idle
     connection. A comment has no ``id:`` and is no event: readers skip it and resume points
     are unchanged.
+
+    ``write_timeout`` (seconds; ``None``: wait forever) is how long one write to a client may
+    wait for the client to take it. A client that stopped reading (a stalled tab, a dead
+    network without a reset) would otherwise hold its connection, and the entries queued for
+    it, until TCP gives up; past the timeout the app ends that response without its closing
+    chunk, so the client sees a cut stream and resumes with ``Last-Event-ID``, losing nothing.
+
+    ``seal_keys`` (``[key, *older]``; ``pip install 'reasoning-stream[envelopes]'``): serve
+    each run's sealed reasoning state for clients that keep the history themselves:
+    ``REASONING_ENCRYPTED_VALUE`` in ``ag-ui``, a reasoning part's ``providerMetadata`` in
+    ``vercel-ui``, ``envelope`` on ``channel``'s ``end``. The hub seals (give it the same
+    keys: ``MemoryHub(seal_keys=...)``, ``RedisHub(url, seal_keys=...)`` in the processes that
+    run pipes); ``Conversation.from_ag_ui`` / ``from_ui_messages`` open what comes back. An
+    envelope sealed with a key this app does not hold is still served, with a warning on
+    ``reasoning_stream.web``.
+
+    With ``models`` (names to factories that build a fresh pipe per request) the app is also
+    an OpenAI-compatible server: ``POST /v1/chat/completions`` (streaming and not) and
+    ``GET /v1/models``. Each completion runs through the hub under the stream id its
+    ``x-reasoning-stream-id`` header names (resumable with ``GET /streams/{id}``, stoppable
+    with ``DELETE``); reasoning goes out as ``reasoning_content``. With ``store`` (a
+    ``ConversationStore``) the opaque state of each answer is kept and re-attached when the
+    client sends the message back as role and content only. ``api_keys``: the bearer keys a
+    client must send to ``/v1/...`` (``None``: none asked; the server's provider key is then
+    spent for anyone who can reach it). See the docs page "OpenAI-compatible endpoint".
     """
     _import_starlette()
     from starlette.applications import Starlette
@@ -114,6 +151,7 @@ def create_app(
     if not isinstance(max_body, int) or max_body < 1:
         raise UsageError(f"max_body must be a positive number of bytes, got {max_body!r}")
     origins = tuple(allowed_origins or ())
+    keys = _seal_keys(hub, seal_keys, start)
 
     runs: dict[str, Any] = {}
 
@@ -135,7 +173,7 @@ def create_app(
         try:
             if after is not None:
                 hub.check_entry_id(after)
-            events = _events(hub, stream_id, protocol, after, timeout)
+            events = _events(hub, stream_id, protocol, after, timeout, keys)
             first = await _first(events)
         except InvalidEntryIdError as error:
             return PlainTextResponse(f"malformed or unknown Last-Event-ID: {error}", 400)
@@ -152,9 +190,7 @@ def create_app(
         response = StreamingResponse(
             _body(prelude, first, events), media_type="text/event-stream", headers=headers
         )
-        if keep_alive is not None:
-            response.stream_response = _KeepAlive(response, keep_alive)  # type: ignore[method-assign]
-        return response
+        return _streaming(response, keep_alive, write_timeout)
 
     async def post(request: Request) -> Response:
         assert start is not None
@@ -211,6 +247,18 @@ def create_app(
     ]
     if start is not None:
         route_list.append(Route("/streams/{stream_id}", post, methods=["POST"]))
+    if models is not None:
+        route_list += openai_routes(
+            hub,
+            models,
+            store=store,
+            api_keys=api_keys,
+            refusal=lambda request: origin_refusal(request, origins),
+            max_body=max_body,
+            timeout=timeout,
+            task_group=lambda: runs.get("group"),
+            streaming=lambda response: _streaming(response, keep_alive, write_timeout),
+        )
     route_list += routes or []
     middleware = []
     if origins:
@@ -219,7 +267,8 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=list(origins),
                 allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["content-type", "last-event-id"],
+                allow_headers=["content-type", "last-event-id", "authorization"],
+                expose_headers=[STREAM_ID_HEADER],
             )
         )
     if "*" not in allowed_hosts:
@@ -228,41 +277,63 @@ def create_app(
     return Starlette(routes=route_list, middleware=middleware, lifespan=lifespan)
 
 
+def _streaming(
+    response: StreamingResponse, interval: float | None, write_timeout: float | None
+) -> StreamingResponse:
+    """``response``, sending :data:`KEEP_ALIVE` after ``interval`` silent seconds (``None``:
+    never), and cut off when a write waits ``write_timeout`` seconds (see :class:`_Sender`)."""
+    if interval is not None or write_timeout is not None:
+        sender = _Sender(response, interval, write_timeout)
+        response.stream_response = sender  # type: ignore[method-assign]
+    return response
+
+
 KEEP_ALIVE = b": keep-alive\n\n"
 """The SSE comment an idle response sends: no ``id:``, no event, skipped by every reader."""
 
 
-class _KeepAlive:
-    """A streaming response's sender that writes :data:`KEEP_ALIVE` when it has been silent.
+class _Sender:
+    """A streaming response's sender: keep-alive comments, and a write timeout.
 
-    The body is sent by this task; a ticker in a child task writes the comment whenever
-    ``interval`` seconds passed without a write. A lock keeps the two from interleaving
-    (an entry's events go out in one write, so a comment never splits them).
+    The body is sent by this task; a ticker in a child task writes :data:`KEEP_ALIVE`
+    whenever ``interval`` seconds passed without a write. A lock keeps the two from
+    interleaving (an entry's events go out in one write, so a comment never splits them).
+    A write the client has not taken within ``write_timeout`` seconds ends the response
+    without its closing chunk: the server closes the connection (uvicorn logs that the
+    response was not completed) and the client resumes with ``Last-Event-ID``.
     """
 
-    def __init__(self, response: Any, interval: float) -> None:
+    def __init__(self, response: Any, interval: float | None, write_timeout: float | None) -> None:
         self._response = response
         self._interval = interval
+        self._write_timeout = math.inf if write_timeout is None else write_timeout
 
     async def __call__(self, send: Any) -> None:
         response = self._response
         lock = anyio.Lock()
         last = anyio.current_time()
+        limit = self._write_timeout
+        stalled = False
 
         async def write(message: dict[str, Any]) -> None:
-            nonlocal last
+            nonlocal last, stalled
             async with lock:
-                await send(message)
+                with anyio.move_on_after(limit) as scope:
+                    await send(message)
+                if scope.cancelled_caught:
+                    stalled = True
+                    group.cancel_scope.cancel()
+                    return
                 last = anyio.current_time()
 
         failure: Exception | None = None
 
-        async def tick() -> None:
+        async def tick(interval: float) -> None:
             nonlocal failure
             try:
                 while True:
-                    await anyio.sleep(max(0.0, last + self._interval - anyio.current_time()))
-                    if anyio.current_time() - last >= self._interval:
+                    await anyio.sleep(max(0.0, last + interval - anyio.current_time()))
+                    if anyio.current_time() - last >= interval:
                         await write(
                             {"type": "http.response.body", "body": KEEP_ALIVE, "more_body": True}
                         )
@@ -278,15 +349,27 @@ class _KeepAlive:
             }
         )
         async with anyio.create_task_group() as group:
-            group.start_soon(tick)
+            if self._interval is not None:
+                group.start_soon(tick, self._interval)
             try:
                 async for chunk in response.body_iterator:
                     await write({"type": "http.response.body", "body": chunk, "more_body": True})
             except Exception as error:  # re-raised below, unwrapped (Starlette expects OSError)
                 failure = failure or error
             group.cancel_scope.cancel()
+        if stalled:
+            # The body's generators hold a hub subscription: end it now, not when collected.
+            with anyio.CancelScope(shield=True):
+                await response.body_iterator.aclose()
         if failure is not None:
             raise failure
+        if stalled:
+            logger.info(
+                "a client took no data for %s s: its response ends here and it resumes "
+                "with Last-Event-ID",
+                limit,
+            )
+            return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -302,20 +385,57 @@ class _Claim:
         self._status.started(value)
 
 
+def _seal_keys(hub: Hub, seal_keys: object, start: object) -> SealKeys | None:
+    """The app's keys, checked; ``UsageError`` when its hub could never seal with them."""
+    if seal_keys is None:
+        return None
+    from ..conversation._envelopes import seal_keys_or_none
+
+    keys = seal_keys_or_none(seal_keys)  # type: ignore[arg-type]
+    if hub.seal_keys is None and (start is not None or isinstance(hub, MemoryHub)):
+        raise UsageError(
+            "create_app(seal_keys=...) serves the envelopes the hub seals, and this hub has no "
+            "keys: give it the same ones (MemoryHub(seal_keys=...), RedisHub(url, "
+            "seal_keys=...))"
+        )
+    return keys
+
+
+def _check_key(keys: SealKeys, stream_id: str, entry: Entry) -> None:
+    """Warn when a served envelope names a key this app does not hold (misconfigured keys)."""
+    envelope = entry.envelope
+    if envelope is not None and envelope.partition(".")[2].partition(".")[0] not in keys.key_ids:
+        logger.warning(
+            "stream %r was sealed with a key these seal_keys do not hold: its clients' "
+            "history will come back as envelope_invalid; give every process the same keys",
+            stream_id,
+        )
+
+
 async def _events(
-    hub: Hub, stream_id: str, protocol: ProtocolName, after: str | None, timeout: float
+    hub: Hub,
+    stream_id: str,
+    protocol: ProtocolName,
+    after: str | None,
+    timeout: float,
+    keys: SealKeys | None = None,
 ) -> AsyncIterator[list[SSEEvent]]:
     """The SSE events of the stream past ``after``'s entry, following it live, per entry.
 
     An entry's events go out in one write, so a connection that drops mid-stream has given
     the browser either all of an entry's events or none (``Last-Event-ID`` counts on that).
     """
-    translator = translator_for(protocol, stream_id)
+    translator = translator_for(protocol, stream_id, envelopes=keys is not None)
+    # ``_closing``: a response that ends early (a cut-off client) ends its subscription
+    # at once, not whenever the generator is collected.
     if not translator.replays:
-        async for entry in hub.subscribe(stream_id, after=after, timeout=timeout):
-            events = translator.feed(entry)
-            if events:
-                yield events
+        async with _closing(hub.subscribe(stream_id, after=after, timeout=timeout)) as entries:
+            async for entry in entries:
+                if keys is not None and entry.final:
+                    _check_key(keys, stream_id, entry)
+                events = translator.feed(entry)
+                if events:
+                    yield events
         return
     # Stateful protocols are a function of the whole stream: replay it from the first entry
     # and send only what comes after ``after`` (checked first: trimmed or unknown ids fail).
@@ -323,22 +443,36 @@ async def _events(
         await anyio.to_thread.run_sync(hub.read, stream_id, after)
     skipping = after is not None
     first = True
-    async for entry in hub.subscribe(stream_id, timeout=timeout):
-        if first and skipping and entry.id != hub.first_entry_id:
-            # The parts the client holds were opened by entries retention dropped: a replay
-            # from what is left would continue them under ids the client never saw.
-            raise StreamExpiredError(
-                f"the start of stream {stream_id!r} was trimmed (the hub's maxlen={hub.maxlen} "
-                f"keeps the latest entries only), so protocol={protocol} cannot resume it; "
-                "read it again from the start, use protocol=channel, or raise maxlen"
-            )
-        first = False
-        events = translator.feed(entry)
-        if skipping:
-            skipping = entry.id != after
-            continue
-        if events:
-            yield events
+    async with _closing(hub.subscribe(stream_id, timeout=timeout)) as entries:
+        async for entry in entries:
+            if first and skipping and entry.id != hub.first_entry_id:
+                # The parts the client holds were opened by entries retention dropped: a replay
+                # from what is left would continue them under ids the client never saw.
+                raise StreamExpiredError(
+                    f"the start of stream {stream_id!r} was trimmed (the hub's maxlen={hub.maxlen} "
+                    f"keeps the latest entries only), so protocol={protocol} cannot resume it; "
+                    "read it again from the start, use protocol=channel, or raise maxlen"
+                )
+            first = False
+            if keys is not None and entry.final and not skipping:
+                _check_key(keys, stream_id, entry)
+            events = translator.feed(entry)
+            if skipping:
+                skipping = entry.id != after
+                continue
+            if events:
+                yield events
+
+
+@asynccontextmanager
+async def _closing(iterator: AsyncIterator[Entry]) -> AsyncIterator[AsyncIterator[Entry]]:
+    """``iterator``, closed on exit when it can be (a hub's subscription is a generator)."""
+    try:
+        yield iterator
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 async def _first(events: AsyncIterator[list[SSEEvent]]) -> list[SSEEvent] | None:
@@ -351,11 +485,13 @@ async def _first(events: AsyncIterator[list[SSEEvent]]) -> list[SSEEvent] | None
 async def _body(
     prelude: bytes, first: list[SSEEvent], events: AsyncIterator[list[SSEEvent]]
 ) -> AsyncIterator[bytes]:
-    yield prelude + b"".join(event.encode() for event in first)
     try:
+        yield prelude + b"".join(event.encode() for event in first)
         async for group in events:
             yield b"".join(event.encode() for event in group)
     except (StreamExpiredError, UsageError):
         # A reader that fell behind retention: end the response; the client's resume gets
         # the 410 that says so.
         return
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]

@@ -140,18 +140,17 @@ class BodyError(Exception):
         self.status = status
 
 
-async def read_json(request: Request, max_body: int) -> Any:
+async def read_json(request: Request, max_body: int, shape: str = '{"prompt": "..."}') -> Any:
     """The request's JSON body, read up to ``max_body`` bytes and ``MAX_DEPTH`` levels.
 
     Raises :class:`BodyError`: 415 unless ``Content-Type`` is ``application/json``, 413 for
     a body over ``max_body`` (told by ``Content-Length`` or counted as it arrives, so a
     chunked body is cut off too), 400 for a body that is not UTF-8 JSON or nests too deep.
+    ``shape`` is the body the endpoint expects, for those messages.
     """
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
-        raise BodyError(
-            415, 'send the body as JSON with Content-Type: application/json: {"prompt": "..."}'
-        )
+        raise BodyError(415, f"send the body as JSON with Content-Type: application/json: {shape}")
     too_large = BodyError(413, f"the body is over {max_body} bytes (create_app(max_body=...))")
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > max_body:
@@ -165,9 +164,7 @@ async def read_json(request: Request, max_body: int) -> Any:
         data = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError) as error:
         message = "nested too deep" if isinstance(error, RecursionError) else str(error)
-        raise BodyError(
-            400, f'the body is not valid JSON ({message:.200}); send {{"prompt": "..."}}'
-        ) from None
+        raise BodyError(400, f"the body is not valid JSON ({message:.200}); send {shape}") from None
     if _depth(data) > MAX_DEPTH:
         raise BodyError(400, f"the JSON body nests deeper than {MAX_DEPTH} levels")
     return data

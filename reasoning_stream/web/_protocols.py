@@ -22,6 +22,8 @@ from .._events import (
     Usage,
     UsageReport,
 )
+from ..conversation._client_history import METADATA_KEY
+from ..conversation._envelopes import ENVELOPE_KEY
 from ..hub import Entry, event_to_dict
 
 __all__ = [
@@ -71,16 +73,22 @@ def _json(data: dict[str, Any]) -> str:
 class ChannelTranslator:
     """``protocol=channel``: one event per entry, the entry as JSON; the final one is ``end``.
 
-    ``end`` carries ``status``, and ``error`` (why) when a run failed or its writer was lost.
+    ``end`` carries ``status``, and ``error`` (why) when a run failed or its writer was lost,
+    and ``envelope``, the run's sealed reasoning state, when the app serves envelopes.
     """
 
     replays = False
+
+    def __init__(self, envelopes: bool = False) -> None:
+        self._envelopes = envelopes
 
     def feed(self, entry: Entry) -> list[SSEEvent]:
         if entry.final:
             end: dict[str, Any] = {"chunk": entry.chunk, "status": entry.status}
             if entry.error is not None:  # the run failed, or its writer was lost
                 end["error"] = entry.error
+            if self._envelopes and entry.envelope is not None:
+                end["envelope"] = entry.envelope
             return [SSEEvent(entry.id, _json(end), "end")]
         data: dict[str, Any] = {"chunk": entry.chunk}
         if entry.event is not None:
@@ -97,13 +105,17 @@ class _PartsTranslator:
     A reasoning segment opens at ``ReasoningStart`` (or a ``ReasoningDelta`` outside one) and
     closes at ``ReasoningEnd``, at answer text, or at the end; answer text is one part until
     reasoning resumes or another pipe of a pipeline speaks. Part ids are ``reasoning-<entry
-    id>`` and ``text-<entry id>``: the entry that opened them.
+    id>`` and ``text-<entry id>``: the entry that opened them. With ``envelopes``, a final
+    entry's sealed envelope goes out before the ending, in each protocol's way.
     """
 
     replays = True
 
-    def __init__(self, stream_id: str) -> None:
+    def __init__(self, stream_id: str, envelopes: bool = False) -> None:
         self._stream_id = stream_id
+        self._envelopes = envelopes
+        self._last_message: str | None = None
+        """The id of the message a client made last for this run (AG-UI's entity)."""
         self._started = False
         self._reasoning: str | None = None
         self._text: str | None = None
@@ -134,7 +146,7 @@ class _PartsTranslator:
             if self._text is not None and event.source != self._text_source:
                 self._close_text(out)
             if self._text is None:
-                self._text = f"text-{entry.id}"
+                self._text = self._last_message = self._part_id("text", entry.id)
                 self._text_source = event.source
                 out.append(self._text_start(self._text))
             if event.text:
@@ -148,6 +160,8 @@ class _PartsTranslator:
         if entry.final:
             self._close_reasoning(out)
             self._close_text(out)
+            if self._envelopes and entry.envelope is not None:
+                out += self._sealed(f"reasoning-{entry.id}", entry.envelope)
             out.append(self._ending(entry.status or "completed", entry.error))
         events = [SSEEvent(entry.id, _json(item)) for item in out]
         if entry.final:
@@ -155,7 +169,7 @@ class _PartsTranslator:
         return events
 
     def _open_reasoning(self, out: list[dict[str, Any]], entry_id: str) -> str:
-        self._reasoning = part = f"reasoning-{entry_id}"
+        self._reasoning = self._last_message = part = self._part_id("reasoning", entry_id)
         out += self._reasoning_start(part)
         return part
 
@@ -170,6 +184,11 @@ class _PartsTranslator:
             self._text = None
 
     # The wire, per protocol.
+
+    def _part_id(self, kind: str, entry_id: str) -> str:
+        """The id of a part opened by entry ``entry_id``: ``<kind>-<entry id>``."""
+        return f"{kind}-{entry_id}"
+
     _after_end: tuple[str, ...] = ()
     """Raw ``data`` of the events after the ending one (``[DONE]``)."""
 
@@ -200,6 +219,10 @@ class _PartsTranslator:
     def _ending(self, status: str, error: str | None) -> dict[str, Any]:
         raise NotImplementedError
 
+    def _sealed(self, part: str, envelope: str) -> list[dict[str, Any]]:
+        """The events that hand the run's envelope to the client (``part``: a free part id)."""
+        raise NotImplementedError
+
 
 class AGUITranslator(_PartsTranslator):
     """``protocol=ag-ui``: AG-UI events (wire names, camelCase fields) from the typed events.
@@ -220,8 +243,33 @@ class AGUITranslator(_PartsTranslator):
       hub's sentence saying so.
 
     ``result`` also holds ``finishReason`` when the provider gave one; token usage, when
-    reported, is in ``usage``. No content event ever has an empty ``delta``.
+    reported, is in ``usage``. No content event ever has an empty ``delta``. Message ids are
+    ``<stream id>/reasoning-<entry id>`` and ``<stream id>/text-<entry id>``: a client keeps
+    the messages of all its runs in one list, so they must not repeat from run to run.
+
+    With envelopes (``create_app(seal_keys=...)``), the ending is preceded by
+    ``REASONING_ENCRYPTED_VALUE`` (``subtype: "message"``) whose ``entityId`` is the last
+    message the client made for the run (a reasoning or text message, or the assistant
+    message ``@ag-ui/client`` makes for a tool call outside text), so the client stores the
+    run's sealed envelope as that message's ``encryptedValue`` and sends it back.
     """
+
+    def _part_id(self, kind: str, entry_id: str) -> str:
+        # A client keeps every run's messages in one list, found by id: ids unique to the
+        # stream keep a second run's messages from landing in the first's.
+        return f"{self._stream_id}/{kind}-{entry_id}"
+
+    def _sealed(self, part: str, envelope: str) -> list[dict[str, Any]]:
+        if self._last_message is None:  # the run made no message to keep it on
+            return []
+        return [
+            {
+                "type": "REASONING_ENCRYPTED_VALUE",
+                "subtype": "message",
+                "entityId": self._last_message,
+                "encryptedValue": envelope,
+            }
+        ]
 
     def _start(self) -> dict[str, Any]:
         return {"type": "RUN_STARTED", "threadId": self._stream_id, "runId": self._stream_id}
@@ -258,6 +306,8 @@ class AGUITranslator(_PartsTranslator):
         }
         if self._text is not None:
             start["parentMessageId"] = self._text
+        else:  # @ag-ui/client makes an assistant message with the call's id for it
+            self._last_message = call.id
         events = [start]
         if call.arguments:
             events.append(
@@ -310,12 +360,24 @@ class VercelUITranslator(_PartsTranslator):
     cancelled run, the status in ``messageMetadata``) or ``error`` (``errorText`` is why:
     ``Entry.error``, the run's error or the hub's word on a lost writer), and ``data: [DONE]``.
     Part ids are ``reasoning-<entry id>`` and ``text-<entry id>``.
+
+    With envelopes (``create_app(seal_keys=...)``), the ending is preceded by one more
+    reasoning part, without text, whose ``providerMetadata`` is ``{"reasoningStream":
+    {"envelope": ...}}``: the run's sealed envelope, kept by ``useChat`` on the message and
+    sent back with it (the AI SDK hands redacted reasoning over the same way).
     """
 
     _after_end = ("[DONE]",)
 
-    def __init__(self, stream_id: str) -> None:
-        super().__init__(stream_id)
+    def _sealed(self, part: str, envelope: str) -> list[dict[str, Any]]:
+        metadata = {METADATA_KEY: {ENVELOPE_KEY: envelope}}
+        return [
+            {"type": "reasoning-start", "id": part, "providerMetadata": metadata},
+            {"type": "reasoning-end", "id": part},
+        ]
+
+    def __init__(self, stream_id: str, envelopes: bool = False) -> None:
+        super().__init__(stream_id, envelopes)
         self._tool_calls = False
 
     def _start(self) -> dict[str, Any]:
@@ -374,10 +436,13 @@ def _arguments(arguments: str) -> Any:
         return arguments
 
 
-def translator_for(protocol: ProtocolName, stream_id: str) -> Translator:
-    """A fresh translator for ``protocol``."""
+def translator_for(
+    protocol: ProtocolName, stream_id: str, *, envelopes: bool = False
+) -> Translator:
+    """A fresh translator for ``protocol``; ``envelopes``: serve the final entry's sealed
+    envelope (the app was given ``seal_keys``)."""
     if protocol == "channel":
-        return ChannelTranslator()
+        return ChannelTranslator(envelopes)
     if protocol == "ag-ui":
-        return AGUITranslator(stream_id)
-    return VercelUITranslator(stream_id)
+        return AGUITranslator(stream_id, envelopes)
+    return VercelUITranslator(stream_id, envelopes)

@@ -316,6 +316,7 @@ def test_responses_state_goes_back_on_every_own_turn() -> None:
 
 
 def test_deepseek_gets_reasoning_back_on_every_own_tool_call_turn() -> None:
+    """Every assistant message of a tool-using turn, its final answer too (issue 23)."""
     pipe = FakePipe("openai-chat", "deepseek-chat", "https://api.deepseek.com/v1")
     conversation = (
         Conversation()
@@ -328,7 +329,7 @@ def test_deepseek_gets_reasoning_back_on_every_own_tool_call_turn() -> None:
         .add_tool_result("c2", "r2")
     )
     turns = assistant_turns(conversation.turns_for(pipe))
-    assert [turn.reasoning for turn in turns] == ["plan 1", None, "plan 2"]
+    assert [turn.reasoning for turn in turns] == ["plan 1", "answer 1", "plan 2"]
     assert all("thinking" not in turn.message for turn in turns)
     # Another model or host, or a model that does not want it, gets none of it.
     other_model = FakePipe("openai-chat", "deepseek-reasoner", pipe.endpoint)

@@ -50,9 +50,12 @@ BELOW_CORE = {
     "reasoning_stream.providers._spec": {
         "reasoning_stream._effort_planner",
         "reasoning_stream._turns",
+        "reasoning_stream.profiles",
     },
     "reasoning_stream.conversation._policy": {
+        "reasoning_stream._endpoints",
         "reasoning_stream._exceptions",
+        "reasoning_stream.profiles",
         "reasoning_stream.providers._spec",
     },
 }

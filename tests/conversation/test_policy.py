@@ -193,7 +193,8 @@ def test_a_policy_is_made_of_any_rules_with_the_three_values() -> None:
         (
             "openai-chat",
             "DeepSeek-V3.2",
-            PassbackPolicy("tool_loop", "tool_calls", DETAILS),
+            # Every message of a tool-using turn, its final answer too (issue 23).
+            PassbackPolicy("tool_loop", "tool_turns", DETAILS),
         ),
         (
             "openai-chat",
@@ -236,5 +237,5 @@ def test_explicit_send_reasoning_back_overrides_the_default() -> None:
         ChatPipe("openai-chat", "deepseek-chat", None, False)
     ).reasoning == ("never")
     assert PassbackPolicy.for_pipe(ChatPipe("openai-chat", "deepseek-chat")).reasoning == (
-        "tool_calls"
+        "tool_turns"
     )

@@ -82,7 +82,7 @@ KNOWN = [
     ("anthropic", "claude-haiku-5", "default_on"),
     ("anthropic", "claude-haiku-5-5", "default_on"),
     ("anthropic", "claude-opus-5-5", "always"),
-    ("anthropic", "claude-sonnet-5-5", "always"),
+    ("anthropic", "claude-sonnet-5-5", "default_on"),  # issue 23: thinks by default
     ("anthropic", "claude-mythos-1", "always"),
     ("anthropic", "claude-fable-5-1", "always"),
     ("anthropic", "claude-2.1", "never"),

@@ -423,3 +423,54 @@ def test_a_password_in_base_url_stays_out_of_logs(
         assert "@" not in request.path
         if TARGETS[target_name].name != "ollama":  # its SDK sends the key as a bearer
             assert request.headers.get("authorization") == basic
+
+
+ENV_TARGETS: dict[str, tuple[str, str]] = {
+    # target: (the SDK's variable's path under the server, the model)
+    "openai-chat-sdk": ("/v1", "o4-mini"),
+    "openai-chat-httpx": ("/v1", "o4-mini"),
+    "openai-responses": ("/v1", "o4-mini"),
+    "openai-responses-httpx": ("/v1", "o4-mini"),
+    "anthropic": ("", "claude-sonnet-4-6"),
+    "anthropic-httpx": ("", "claude-sonnet-4-6"),
+}
+
+
+@pytest.mark.parametrize("target_name", sorted(ENV_TARGETS))
+def test_a_password_in_the_sdk_base_url_variable_stays_out_of_logs_and_errors(
+    wire: WireServer,
+    target_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` with a password, no ``base_url=``: the SDK
+    would read the variable itself and log the URL; the pipe reads it first (on both
+    transports: the lean one posts there too) and sends the password as Basic auth."""
+    from reasoning_stream.providers import AnthropicPipe, OpenAIChatPipe, OpenAIResponsesPipe
+    from reasoning_stream.providers._spec import spec
+
+    target = TARGETS[target_name]
+    found = spec(target.provider)
+    assert found is not None and found.base_url_env is not None
+    _, refused_reply = unauthorized(target, echo=False)
+    prefix = fresh_prefix()
+    wire.add(under(prefix, Reply(refused_reply)))
+    path, model = ENV_TARGETS[target_name]
+    monkeypatch.setenv(found.base_url_env, with_password(wire.url + prefix + path))
+    caplog.set_level(logging.DEBUG)
+    before = len(wire.requests)
+    cls = {"openai-chat": OpenAIChatPipe, "openai-responses": OpenAIResponsesPipe}.get(
+        target.provider, AnthropicPipe
+    )
+    transport = "httpx" if target_name.endswith("httpx") else "sdk"
+    pipe = cls(model, api_key=API_KEY, timeout=2.0, transport=transport)
+    try:
+        with pytest.raises(ProviderError) as raised:
+            pipe.run("hi")
+    finally:
+        anyio.run(release, pipe)
+    assert_no_password("env", password_places(pipe, raised.value, logged(caplog)))
+    sent = wire.requests[before:]
+    assert sent, "the request did not go to the URL in the variable"
+    basic = "Basic " + base64.b64encode(f"proxy-user:{URL_PASSWORD}".encode()).decode()
+    assert all(request.headers.get("authorization") == basic for request in sent)

@@ -68,7 +68,9 @@ def unchunk(raw: bytes) -> str:
     out = bytearray()
     at = 0
     while at < len(body):
-        end = body.index(b"\r\n", at)
+        end = body.find(b"\r\n", at)
+        if end == -1:  # cut inside a chunk's size line
+            break
         size = int(body[at:end], 16)
         if size == 0:
             break
@@ -106,6 +108,45 @@ def test_a_stalled_sse_client_costs_bounded_memory_and_loses_nothing(redis_url: 
     finally:
         hub.close()
     assert peak <= SUBSCRIBER_BUFFER, f"the reader thread held {peak} entries for one client"
+    ids = [event.id for event in events]
+    assert len(ids) == len(set(ids)), "an entry was sent twice"
+    assert "".join(event.json()["chunk"] for event in events) == "".join(seen)
+    assert events[-1].event == "end"
+
+
+def subscriptions(follower: Follower | None) -> int:
+    """Subscriptions the reader thread serves now."""
+    if follower is None:
+        return 0
+    with follower._lock:
+        return sum(len(subs) for _, subs in follower._follows.values())
+
+
+def test_a_client_that_stops_reading_is_cut_off_and_resumes_losing_nothing(redis_url: str) -> None:
+    hub = RedisHub(redis_url)
+    stream_id = f"cut-{uuid.uuid4().hex}"
+    pipe = ScriptedPipe([ReasoningDelta(TEXT) for _ in range(ENTRIES)])
+    seen: list[str] = []
+    pipe.set_streaming_callback(seen.append)
+    try:
+        with serve(create_app(hub, timeout=5, write_timeout=0.5)) as base:
+            sock = stalled_get(base, f"/streams/{stream_id}")
+            time.sleep(0.3)
+            hub.run(stream_id, pipe, "go")
+            # The client still reads nothing; within the write timeout the app lets it go,
+            # and with it the subscription the reader thread served for it.
+            deadline = time.monotonic() + WAIT
+            while subscriptions(hub._reader_thread) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert subscriptions(hub._reader_thread) == 0, "the stalled client is still served"
+            raw = read_all(sock)
+            sock.close()
+            assert not raw.endswith(b"0\r\n\r\n"), "the response was not cut"
+            events: list[Any] = parse(unchunk(raw).rpartition("\n\n")[0] + "\n\n")
+            rest = get(f"{base}/streams/{stream_id}", last_event_id=events[-1].id)
+            events += parse(rest.text)
+    finally:
+        hub.close()
     ids = [event.id for event in events]
     assert len(ids) == len(set(ids)), "an entry was sent twice"
     assert "".join(event.json()["chunk"] for event in events) == "".join(seen)

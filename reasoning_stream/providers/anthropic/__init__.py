@@ -17,6 +17,7 @@ import httpx
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Prompt
 from ...conversation._policy import PassbackPolicy
+from ...profiles import ModelProfile
 from .._clients import async_by, demo_over_sdk
 from .._errors import (
     build_error,
@@ -30,7 +31,7 @@ from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import SKIP, Call, HttpCall, SdkCall, decode_json, payload_text
 from . import request
-from .effort import PLANNER, keeps_earlier_thinking
+from .effort import PLANNER
 from .request import INTERLEAVED_BETA, convert_turns, needs_interleaved_beta
 from .translate import PROVIDER, AnthropicTranslator, error_details, stream_error
 
@@ -148,8 +149,7 @@ class AnthropicPipe(ProviderPipe):
             body["thinking"] = dict(self.thinking)
         body = self.with_reasoning(body)
         body.update(self.extra_body)
-        if request.thinking_turned_off(turns):
-            body.pop("thinking", None)
+        request.turn_thinking_off(body, request.thinking_turned_off(turns))
         return body
 
     def _resolved_max_tokens(self) -> int:
@@ -226,7 +226,7 @@ class AnthropicPipe(ProviderPipe):
         url = self.lean_url(
             client,
             "v1/messages",
-            base=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+            base=self.base_url,
             default=DEFAULT_BASE_URL,
         )
         sent = {"anthropic-version": API_VERSION, "accept": "application/json"}
@@ -306,13 +306,10 @@ _ONESHOT_TIMEOUT = 600.0
 """Seconds a one-shot request may take when the pipe sets no ``timeout``."""
 
 
-def _passback(model: str | None) -> PassbackPolicy:
-    # Models with preserved thinking (Opus 4.5+, Sonnet 4.6+, 5.x) use every earlier turn's
-    # blocks, sent back exactly as received; older ones need them only in the current tool
-    # loop and ignore (while billing) older blocks.
-    if keeps_earlier_thinking(model or ""):
-        return PassbackPolicy(states="always")
-    return PassbackPolicy(states="tool_loop")
+def _passback(profile: ModelProfile) -> PassbackPolicy:
+    # Thinking blocks (signed, redacted) go back verbatim: every earlier turn's to models with
+    # preserved thinking, the current tool loop's to the others (the profile says which).
+    return PassbackPolicy(states=profile.passback)
 
 
 SPEC = ProviderSpec(

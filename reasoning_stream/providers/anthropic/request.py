@@ -12,8 +12,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..._events import ReasoningState
+from ..._exceptions import UsageError
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import in_received_order, tool_call_arguments
+from ...conversation._policy import profile_of
+from ...profiles import ModelProfile
 from .._spec import PassbackRules
 from .effort import claude_version
 from .translate import PROVIDER, field_of, text_of
@@ -25,7 +28,9 @@ __all__ = [
     "needs_interleaved_beta",
     "preflight",
     "repair",
+    "thinking_on",
     "thinking_turned_off",
+    "turn_thinking_off",
 ]
 
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
@@ -218,7 +223,8 @@ def needs_interleaved_beta(model: str, body: Mapping[str, Any]) -> bool:
 # ------------------------------------------------------------------------------ preflight
 
 THINKING_OFF = "thinking_off"
-"""``HistoryTurn.extra`` key a repair sets: send this request with thinking off."""
+"""``HistoryTurn.extra`` key a repair sets: send this request with thinking off (``True``: no
+``thinking`` field; ``"disabled"``: the documented off switch ``{"type": "disabled"}``)."""
 
 _THINKING_KINDS = frozenset({"signature", "redacted"})
 
@@ -228,9 +234,52 @@ def thinking_enabled(config: Any) -> bool:
     return isinstance(config, Mapping) and config.get("type") in ("enabled", "adaptive")
 
 
-def thinking_turned_off(turns: Sequence[HistoryTurn]) -> bool:
-    """Whether a repair asked for this request to go without thinking."""
-    return any(turn.extra.get(THINKING_OFF) for turn in turns)
+def thinking_on(profile: ModelProfile, config: Any) -> bool:
+    """Whether a request with ``thinking`` field ``config`` runs with thinking on.
+
+    The field turns it on, and for a model that signs its thinking the profile says the
+    rest: one that thinks by default (Opus 5, Sonnet 5, Sonnet 5.5) thinks unless the field
+    says ``disabled``; one that always thinks (Opus 5.5, Mythos, Fable) always does.
+    """
+    if thinking_enabled(config):
+        return True
+    if "signatures" not in profile.passback_details:
+        return False
+    if profile.thinking == "always":
+        return True
+    disabled = isinstance(config, Mapping) and config.get("type") == "disabled"
+    return profile.thinking == "default_on" and not disabled
+
+
+def thinking_turned_off(turns: Sequence[HistoryTurn]) -> bool | str:
+    """How a repair asked for this request to go without thinking: ``False`` (it did not),
+    ``True`` (leave ``thinking`` out) or ``"disabled"`` (send the off switch)."""
+    for turn in turns:
+        how = turn.extra.get(THINKING_OFF)
+        if how:
+            return "disabled" if how == "disabled" else True
+    return False
+
+
+def turn_thinking_off(fields: dict[str, Any], how: bool | str) -> None:
+    """Turn thinking off in a request's fields (the body, or Bedrock's model fields) the way
+    a repair asked: without the ``thinking`` field, or, for a model that thinks by default,
+    with the documented ``{"type": "disabled"}`` and no ``output_config.effort`` (an effort
+    keeps such a model thinking)
+    (https://platform.claude.com/docs/en/models/opus-5/migration-guide)."""
+    if not how:
+        return
+    fields.pop("thinking", None)
+    if how != "disabled":
+        return
+    fields["thinking"] = {"type": "disabled"}
+    output = fields.get("output_config")
+    if isinstance(output, Mapping):
+        rest = {key: value for key, value in output.items() if key != "effort"}
+        if rest:
+            fields["output_config"] = rest
+        else:
+            fields.pop("output_config", None)
 
 
 def tool_loop_problems(
@@ -242,6 +291,13 @@ def tool_loop_problems(
     with the thinking blocks the API signed for it, unchanged
     (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks).
     """
+    always = profile_of(pipe).thinking == "always"
+    fix = (
+        f"repair cannot help: {pipe.model} always thinks, and the docs offer no way to send "
+        "the loop without its thinking; start a new turn (a user message) instead"
+        if always
+        else "or repair (this request goes with thinking off)"
+    )
     problems: list[PassbackProblem] = []
     for checked in turns:
         if not (checked.in_tool_loop and checked.calls_tools):
@@ -263,7 +319,7 @@ def tool_loop_problems(
                     f"this tool-use turn's thinking was made by {record.model}, and {label} "
                     f"binds thinking to the model that made it; {pipe.model} with thinking on "
                     "needs the turn to start with its own signed thinking. Finish the tool loop "
-                    f"with {record.model}, or repair (this request goes with thinking off)",
+                    f"with {record.model}, {fix}",
                 )
             )
         else:
@@ -274,31 +330,41 @@ def tool_loop_problems(
                     f"a tool-use turn of the current tool loop has no signed thinking (edited, "
                     f"compacted or added by hand), and with thinking on {label} requires it to "
                     "start with its thinking blocks unchanged. Keep the turn as the run produced "
-                    "it (conversation.add(result)), or repair (this request goes with thinking "
-                    "off)",
+                    f"it (conversation.add(result)), {fix}",
                 )
             )
     return problems
 
 
 def repair_tool_loop(
-    turns: Sequence[PreflightTurn], *, label: str
+    pipe: Any, turns: Sequence[PreflightTurn], *, label: str
 ) -> tuple[list[HistoryTurn], list[str]]:
     """Thinking off for this request, and no thinking blocks left in the current loop.
 
     The docs' rule for a turn that cannot start with thinking: the whole assistant turn
-    (the tool loop) runs in one thinking mode, here without thinking.
+    (the tool loop) runs in one thinking mode, here without thinking: the ``thinking`` field
+    left out, or, for a model that thinks by default, its documented off switch. A model
+    that always thinks has none: ``UsageError`` names the problems.
     """
+    profile = profile_of(pipe)
+    if profile.thinking == "always" and "signatures" in profile.passback_details:
+        listed = "; ".join(str(problem) for problem in tool_loop_problems(pipe, turns, label=label))
+        raise UsageError(
+            f"repair=True cannot fix this conversation: {listed}. {label} documents no way to "
+            f"run {pipe.model} without thinking, nor to send a tool loop without its thinking"
+        )
+    how: bool | str = "disabled" if profile.thinking == "default_on" else True
     repaired = [
         replace(checked.turn, states=()) if checked.in_tool_loop else checked.turn
         for checked in turns
     ]
     if repaired:
-        repaired[0] = replace(repaired[0], extra={**repaired[0].extra, THINKING_OFF: True})
+        repaired[0] = replace(repaired[0], extra={**repaired[0].extra, THINKING_OFF: how})
     indexes = [str(c.index) for c in turns if c.in_tool_loop and c.calls_tools]
+    switch = ' (thinking {"type": "disabled"}, no effort)' if how == "disabled" else ""
     return repaired, [
         f"{label}: the tool loop (messages {', '.join(indexes)}) lacks signed thinking, so "
-        "this request goes with thinking off and without the loop's thinking blocks"
+        f"this request goes with thinking off{switch} and without the loop's thinking blocks"
     ]
 
 
@@ -315,8 +381,9 @@ def request_thinking(pipe: Any) -> Any:
 def preflight(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> list[PassbackProblem]:
-    """What the Messages API would reject: a tool loop without its thinking (thinking on)."""
-    if not thinking_enabled(request_thinking(pipe)):
+    """What the Messages API would reject: a tool loop without its thinking (thinking on,
+    by the request or by the model's profile)."""
+    if not thinking_on(profile_of(pipe), request_thinking(pipe)):
         return []
     return tool_loop_problems(pipe, turns, label="Anthropic")
 
@@ -325,4 +392,4 @@ def repair(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> tuple[list[HistoryTurn], list[str]]:
     """See :func:`repair_tool_loop`."""
-    return repair_tool_loop(turns, label="Anthropic")
+    return repair_tool_loop(pipe, turns, label="Anthropic")

@@ -45,12 +45,12 @@ from ..._pipe import Pipe, Prompt
 from ..._redact import redact_url_credentials, split_url_credentials
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy
+from ...profiles import ModelProfile
 from .._clients import require
 from .._errors import build_error, provider_error, retry_after_seconds
 from .._pipe import PipeOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import Boto3Call, Call
-from ..anthropic.effort import keeps_earlier_thinking
 from ..anthropic.request import INTERLEAVED_BETA, needs_interleaved_beta, thinking_turned_off
 from . import request as bedrock_request
 from .effort import PLANNER
@@ -302,9 +302,14 @@ class BedrockPipe(ProviderPipe):
             request = self.with_reasoning(request)
             request.update(self.extra_body)
             fields = request.get("additionalModelRequestFields")
-            if thinking_turned_off(turns) and isinstance(fields, dict):
-                request["additionalModelRequestFields"] = fields = dict(fields)
-                bedrock_request.drop_thinking(fields)
+            off = thinking_turned_off(turns)
+            if off:
+                fields = dict(fields) if isinstance(fields, Mapping) else {}
+                bedrock_request.drop_thinking(fields, off)
+                if fields:
+                    request["additionalModelRequestFields"] = fields
+                else:
+                    request.pop("additionalModelRequestFields", None)
             if isinstance(fields, Mapping) and self._needs_interleaved_beta(
                 fields, request.get("toolConfig")
             ):
@@ -363,8 +368,9 @@ class BedrockPipe(ProviderPipe):
             if limit is not None:
                 body["max_tokens"] = limit
         body.update(self.extra_body)
-        if thinking_turned_off(turns):
-            bedrock_request.drop_thinking(body)
+        off = thinking_turned_off(turns)
+        if off:
+            bedrock_request.drop_thinking(body, off)
         if family == "anthropic" and self._needs_interleaved_beta(body, body.get("tools")):
             body = _with_beta(body)
         return body
@@ -413,13 +419,10 @@ def _with_beta(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {**fields, "anthropic_beta": betas}
 
 
-def _passback(model: str | None) -> PassbackPolicy:
-    # As on Anthropic: Claude models with preserved thinking use every earlier turn's
-    # reasoning; others need it in the current tool loop only.
-    lowered = (model or "").lower()
-    if "anthropic.claude" in lowered and keeps_earlier_thinking(lowered):
-        return PassbackPolicy(states="always")
-    return PassbackPolicy(states="tool_loop")
+def _passback(profile: ModelProfile) -> PassbackPolicy:
+    # Reasoning blocks with their signatures go back as the model's profile says (Claude with
+    # preserved thinking: every earlier turn; others: the current tool loop).
+    return PassbackPolicy(states=profile.passback)
 
 
 def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:

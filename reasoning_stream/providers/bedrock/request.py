@@ -15,12 +15,15 @@ from typing import Any
 from ..._events import ReasoningState
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import in_received_order
+from ...conversation._policy import profile_of
 from .._spec import PassbackRules
 from ..anthropic.request import (
     convert_turns,
     repair_tool_loop,
     thinking_enabled,
+    thinking_on,
     tool_loop_problems,
+    turn_thinking_off,
 )
 from .translate import _INVOKE_MARKS, PROVIDER, Api
 
@@ -229,20 +232,23 @@ def model_fields(pipe: Any) -> dict[str, Any]:
     return fields
 
 
-def drop_thinking(fields: dict[str, Any]) -> None:
-    """Remove Claude's thinking config from model fields (a repair turned it off)."""
+def drop_thinking(fields: dict[str, Any], how: bool | str = True) -> None:
+    """Turn Claude's thinking off in model fields the way a repair asked (see
+    ``anthropic.request.turn_thinking_off``): no thinking config, or the off switch."""
     for name in _THINKING_FIELDS:
         fields.pop(name, None)
+    turn_thinking_off(fields, how)
 
 
 def preflight(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> list[PassbackProblem]:
-    """Claude on Bedrock: a tool loop without its signed reasoning while thinking is on."""
-    if "anthropic" not in str(getattr(pipe, "model_id", pipe.model)).lower():
-        return []
+    """Claude on Bedrock: a tool loop without its signed reasoning while thinking is on (by
+    the model fields, or by the model's profile for Claude that thinks by default)."""
     fields = model_fields(pipe)
-    if not any(thinking_enabled(fields.get(name)) for name in _THINKING_FIELDS):
+    profile = profile_of(pipe)
+    explicit = any(thinking_enabled(fields.get(name)) for name in _THINKING_FIELDS)
+    if not explicit and not thinking_on(profile, fields.get("thinking")):
         return []
     return tool_loop_problems(pipe, turns, label="Bedrock (Claude)")
 
@@ -251,4 +257,4 @@ def repair(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> tuple[list[HistoryTurn], list[str]]:
     """Thinking off for this request (see ``anthropic.request.repair_tool_loop``)."""
-    return repair_tool_loop(turns, label="Bedrock (Claude)")
+    return repair_tool_loop(pipe, turns, label="Bedrock (Claude)")

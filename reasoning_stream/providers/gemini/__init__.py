@@ -40,6 +40,7 @@ from ..._exceptions import ProviderError
 from ..._json import loads_utf8
 from ..._pipe import Prompt
 from ...conversation._policy import PassbackPolicy
+from ...profiles import ModelProfile
 from .._clients import demo_over_url
 from .._errors import build_error, retry_after_seconds
 from .._inline import InlineTags, check_inline_options, inline_translator
@@ -262,9 +263,10 @@ class GeminiPipe(ProviderPipe):
         )
 
 
-def _passback(model: str | None) -> PassbackPolicy:
-    # Thought signatures go back on their parts in every earlier model turn.
-    return PassbackPolicy(states="always")
+def _passback(profile: ModelProfile) -> PassbackPolicy:
+    # Thought signatures go back on their parts (every earlier model turn, for the models
+    # whose profile says so); the thought text never does.
+    return PassbackPolicy(states=profile.passback)
 
 
 SPEC = ProviderSpec(

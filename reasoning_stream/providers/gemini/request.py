@@ -18,6 +18,7 @@ from typing import Any
 from ..._events import ReasoningState
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import tool_call_arguments
+from ...conversation._policy import profile_of
 from ...conversation._preflight import problems_where, repair_where
 from .._spec import PassbackRules
 from .translate import int_of, str_of
@@ -248,7 +249,9 @@ PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator"
 
 
 def _needs_signatures(pipe: Any) -> bool:
-    return "gemini-3" in str(getattr(pipe, "model", "") or "").lower()
+    # Gemini 3 and later (the profile's ``signed_calls``): a function call of the current
+    # turn without its signature answers 400.
+    return "signed_calls" in profile_of(pipe).passback_details
 
 
 def _signed_call(turn: HistoryTurn) -> bool:
@@ -265,7 +268,8 @@ def _unsigned(checked: PreflightTurn) -> bool:
 def preflight(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> list[PassbackProblem]:
-    """Gemini 3: a function call of the current turn without its thought signature (400)."""
+    """Gemini 3 and later (profile ``signed_calls``): a function call of the current turn
+    without its thought signature (400)."""
     if not _needs_signatures(pipe):
         return []
     return problems_where(
@@ -273,7 +277,7 @@ def preflight(
         _unsigned,
         "signature_missing",
         "a function call of the current turn has no thought signature (edited, compacted, "
-        "added by hand or made by another model), and Gemini 3 rejects it. Keep the turn "
+        f"added by hand or made by another model), and {pipe.model} rejects it. Keep the turn "
         "as the run produced it (conversation.add(result)), or repair (Google's "
         "placeholder signature is sent)",
     )

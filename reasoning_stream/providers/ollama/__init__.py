@@ -22,8 +22,8 @@ import httpx
 from ..._effort import merge_params
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
-from ...conversation._policy import PassbackPolicy
-from ...profiles import Inline
+from ...conversation._policy import PassbackPolicy, readable_passback
+from ...profiles import Inline, ModelProfile
 from .._clients import async_by, require
 from .._errors import (
     build_error,
@@ -32,7 +32,6 @@ from .._errors import (
     provider_error,
     retry_after_seconds,
 )
-from .._inline import inline_rule
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import Call, HttpCall, SdkCall, decode_json
@@ -127,7 +126,7 @@ class OllamaPipe(ProviderPipe):
         self.inline_tags: bool | Literal["auto"] = inline_tags
         # The profile names the tags a model writes; where it starts is the caller's, since
         # Ollama renders its own templates (which leave the open tag to the model).
-        self.inline: Inline = inline_rule(self.provider, model, self.base_url)
+        self.inline: Inline = self.profile.inline
         """The model's inline-tag rule, from its profile (the tag names it writes)."""
         self.start_in_reasoning = start_in_reasoning
         self.tags: tuple[str, ...] | None = tuple(tags) if tags is not None else None
@@ -316,10 +315,10 @@ def _client_host(client: Any) -> str | None:
     return root or None
 
 
-def _passback(model: str | None) -> PassbackPolicy:
-    # The chat API takes an assistant message's ``thinking``, and the gpt-oss and Qwen3
-    # templates render it for the turns after the last user message: the current tool loop.
-    return PassbackPolicy(reasoning="tool_loop")
+def _passback(profile: ModelProfile) -> PassbackPolicy:
+    # The chat API takes an assistant message's ``thinking``; which turns' the model's
+    # template renders (gpt-oss and Qwen3: the current tool loop) its profile says.
+    return PassbackPolicy(reasoning=readable_passback(profile))
 
 
 def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:

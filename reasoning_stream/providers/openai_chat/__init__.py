@@ -21,10 +21,10 @@ from ..._exceptions import UsageError
 from ..._pipe import Prompt
 from ..._tags import DEFAULT_TAGS, grammar_for
 from ..._turns import HistoryTurn
-from ...conversation._policy import PassbackPolicy, ReasoningPassback
-from ...profiles import Inline
+from ...conversation._policy import PassbackPolicy, readable_passback
+from ...profiles import Inline, ModelProfile
 from .._clients import async_by, demo_over_sdk
-from .._inline import inline_rule, start_setting
+from .._inline import start_setting
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import Call, HttpCall, SdkCall
@@ -147,7 +147,7 @@ class OpenAIChatPipe(ProviderPipe):
     # ------------------------------------------------------------------------ configuration
 
     def _inline_rule(self, model: str) -> Inline:
-        return inline_rule(self.provider or self.name, model, self.base_url or self.endpoint)
+        return self.profile.inline
 
     def needs_api_key(self) -> bool:
         """A key, except on the httpx transport to a server of one's own (vLLM, llama.cpp)."""
@@ -234,25 +234,18 @@ class OpenAIChatPipe(ProviderPipe):
         return SdkCall("chat.completions.create", arguments)
 
 
-def _passback(model: str | None) -> PassbackPolicy:
-    lowered = (model or "").lower()
-    # DeepSeek answers 400 when a tool-call turn comes back without its reasoning_content,
-    # in every later request (api-docs.deepseek.com/guides/thinking_mode#tool-calls). Kimi's
-    # thinking models likewise reject a tool-call turn without it, and keep their reasoning
-    # in context on every turn.
-    reasoning: ReasoningPassback = (
-        "always" if "kimi" in lowered else "tool_calls" if "deepseek" in lowered else "never"
-    )
-    if "gpt-oss" in lowered:
-        # gpt-oss (harmony) keeps its chain of thought until the final answer: the turns of
-        # the current tool loop carry it back on OpenAI-compatible servers (vLLM, Ollama).
-        reasoning = "tool_loop"
-    if is_gemini(lowered):
-        # Gemini's OpenAI-compatible endpoint: thought signatures ride on the tool calls and
-        # go back with every earlier model turn (ai.google.dev/gemini-api/docs/thought-signatures).
-        return PassbackPolicy(states="always", kinds=frozenset({"signature"}))
+def _passback(profile: ModelProfile) -> PassbackPolicy:
+    if "signatures" in profile.passback_details:
+        # Gemini's OpenAI-compatible endpoint: thought signatures ride on the tool calls, and
+        # the thought text never goes back (ai.google.dev/gemini-api/docs/thought-signatures).
+        return PassbackPolicy(states=profile.passback, kinds=frozenset({"signature"}))
+    # Readable reasoning goes back as reasoning_content on the turns the profile names
+    # (DeepSeek: every message of a tool-using turn; Kimi: every turn; gpt-oss, Qwen3: the
+    # current tool loop); reasoning_details items, as received, within the tool loop.
     return PassbackPolicy(
-        states="tool_loop", reasoning=reasoning, kinds=frozenset({"reasoning_details"})
+        states="tool_loop",
+        reasoning=readable_passback(profile),
+        kinds=frozenset({"reasoning_details"}),
     )
 
 

@@ -114,11 +114,12 @@ def oneshot_sdk_arguments(body: Mapping[str, Any], timeout: float | None) -> dic
 
 
 def _needs_reasoning(policy: PassbackRules, checked: PreflightTurn) -> bool:
-    return (
-        policy.reasoning in ("tool_calls", "always")
-        and checked.calls_tools
-        and checked.turn.reasoning is None
-    )
+    if checked.turn.reasoning is not None or checked.role != "assistant":
+        return False
+    if policy.reasoning == "tool_turns":
+        # Every assistant message of a tool-using turn, its final answer too (DeepSeek).
+        return checked.calls_tools or checked.in_tool_turn
+    return policy.reasoning in ("tool_calls", "always") and checked.calls_tools
 
 
 def preflight(
@@ -126,19 +127,20 @@ def preflight(
 ) -> list[PassbackProblem]:
     """DeepSeek and Kimi: an assistant tool-call turn without its ``reasoning_content``.
 
-    In thinking mode DeepSeek answers 400 when a turn that called tools comes back without
-    its ``reasoning_content``, in every later request
-    (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls); Kimi's thinking models
-    likewise.
+    In thinking mode DeepSeek answers 400 when a message of a turn that called tools (its
+    final answer included) comes back without its ``reasoning_content``, in every later
+    request (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls); Kimi's thinking
+    models likewise for the tool-call turns. Which messages is the policy's (from the
+    model's profile).
     """
     return problems_where(
         turns,
         lambda checked: _needs_reasoning(policy, checked),
         "reasoning_content_missing",
-        f"this assistant turn called tools but has no reasoning_content to send, and "
-        f"{pipe.model} rejects such a turn in thinking mode (the turn was edited, added "
-        "by hand, or made by another model). Keep the turn as the run produced it "
-        "(conversation.add(result) keeps its reasoning), or repair (an empty "
+        f"this assistant turn called tools (or answered a turn that did) but has no "
+        f"reasoning_content to send, and {pipe.model} rejects such a turn in thinking mode "
+        "(the turn was edited, added by hand, or made by another model). Keep the turn as "
+        "the run produced it (conversation.add(result) keeps its reasoning), or repair (an empty "
         "reasoning_content is sent)",
     )
 
@@ -146,7 +148,7 @@ def preflight(
 def repair(
     pipe: Any, turns: Sequence[PreflightTurn], policy: PassbackRules
 ) -> tuple[list[HistoryTurn], list[str]]:
-    """Fill an empty ``reasoning_content`` on the tool-call turns that have none."""
+    """Fill an empty ``reasoning_content`` on the tool turns that have none."""
     return repair_where(
         turns,
         lambda checked: _needs_reasoning(policy, checked),

@@ -18,6 +18,7 @@ from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Prompt
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy
+from ...profiles import ModelProfile
 from .._clients import async_by, demo_over_sdk, require
 from .._errors import build_error
 from .._inline import InlineTags, check_inline_options, inline_translator
@@ -268,7 +269,7 @@ class OpenAIResponsesPipe(ProviderPipe):
             url = self.lean_url(
                 client,
                 "responses",
-                base=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+                base=self.base_url,
                 default=DEFAULT_BASE_URL,
             )
             key = self._api_key or os.environ.get("OPENAI_API_KEY")
@@ -325,9 +326,10 @@ def _function_call(call: Mapping[str, Any], item_id: str | None) -> dict[str, An
     return item
 
 
-def _passback(model: str | None) -> PassbackPolicy:
-    # Reasoning items go back with every earlier turn (stateless replay pairs them by id).
-    return PassbackPolicy(states="always")
+def _passback(profile: ModelProfile) -> PassbackPolicy:
+    # Reasoning items go back as input items (stateless replay pairs them by id), for the
+    # turns the model's profile names (every earlier turn for the reasoning models).
+    return PassbackPolicy(states=profile.passback)
 
 
 SPEC = ProviderSpec(

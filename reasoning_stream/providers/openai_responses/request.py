@@ -11,13 +11,13 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ..._events import ReasoningState
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
+from ...conversation._policy import profile_of
 from ...conversation._preflight import problems_where, repair_where
 from .._spec import PassbackRules
 from .translate import ENCRYPTED_KIND, text_of
@@ -154,14 +154,12 @@ def tool_output(content: Any) -> Any:
 
 # ------------------------------------------------------------------------------ preflight
 
-_REASONING_MODEL = re.compile(r"^(o\d|gpt-5|codex|gpt-oss|computer-use)", re.IGNORECASE)
-
 
 def _reasons(pipe: Any) -> bool:
-    model = str(getattr(pipe, "model", "") or "").rsplit("/", 1)[-1]
-    return getattr(pipe, "reasoning", None) not in (None, False) or bool(
-        _REASONING_MODEL.match(model)
-    )
+    # Asked to reason, or a model whose profile says it reasons unasked.
+    if getattr(pipe, "reasoning", None) not in (None, False):
+        return True
+    return profile_of(pipe).thinking in ("default_on", "always")
 
 
 def _stateless_item(turn: HistoryTurn) -> bool:

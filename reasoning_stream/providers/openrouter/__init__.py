@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Unpack
 
 import httpx
 
-from ...conversation._policy import PassbackPolicy
-from ...profiles import Inline
+from ...conversation._policy import PassbackPolicy, StatePassback
+from ...profiles import Inline, ModelProfile
 from .._clients import demo_over_url
 from .._pipe import EndpointOptions
 from .._spec import ApiRoot, Demo, ProviderSpec
@@ -122,10 +122,14 @@ class OpenRouterPipe(OpenAIChatPipe):
         return {"reasoning": dict(self.reasoning_options)}
 
 
-def _passback(model: str | None) -> PassbackPolicy:
-    # reasoning_details items (signatures and encrypted blocks included) go back in the tool
-    # loop, as received; the readable text would be redundant.
-    return PassbackPolicy(states="tool_loop", kinds=frozenset({"reasoning_details"}))
+def _passback(profile: ModelProfile) -> PassbackPolicy:
+    # reasoning_details items (signatures and encrypted blocks included) go back as received:
+    # at least within the tool loop, as OpenRouter documents for every model, and with every
+    # earlier turn for the models whose profile keeps earlier reasoning (Claude Opus 4.5+,
+    # Sonnet 4.6+, 5.x) (https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks).
+    # The readable text would be redundant.
+    states: StatePassback = "always" if profile.passback == "always" else "tool_loop"
+    return PassbackPolicy(states=states, kinds=frozenset({"reasoning_details"}))
 
 
 SPEC = ProviderSpec(
