@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import openai
 import pytest
 
 from reasoning_stream import ReasoningStream, profiles
@@ -63,3 +64,35 @@ def test_magistral_has_a_profile_row_citing_mistral_docs() -> None:
     profile = profiles.lookup("openai-chat", MODEL, "https://api.mistral.ai/v1")
     assert profile.known and profile.thinking == "always"
     assert any(url.startswith("https://docs.mistral.ai/") for url, _ in profile.sources)
+
+
+def test_medium_3_5_replays_its_thinking_chunks_in_the_next_request(wire: WireServer) -> None:
+    """Mistral Medium 3.5: every assistant turn goes back with its thinking chunk intact, in
+    the content, never as a ``reasoning_content`` field (docs.mistral.ai/capabilities/reasoning/;
+    mistralai/client-python examples/mistral/chat/reasoning_multi_turn.py). The follow-up goes
+    through the openai SDK; the row is registered for the loopback root the test talks to."""
+    from reasoning_stream import Conversation
+
+    site = serve(wire, "mistral_chat_reasoning", "mistral_chat_oneshot")
+    model = "mistral-medium-3-5"
+    mistral = profiles.lookup("openai-chat", model, "https://api.mistral.ai/v1")
+    assert mistral.passback == "always" and "content_chunks" in mistral.passback_details
+    profiles.register("openai-chat", model, base=mistral, api_roots=[site.base_url])
+    client = openai.OpenAI(base_url=site.base_url, api_key="k", max_retries=0)
+    try:
+        pipe = OpenAIChatPipe(model, client=client)
+        conversation = Conversation().add_user("What is 17 * 23?")
+        conversation.run(pipe)
+        conversation.add_user("Now multiply that by 3.")
+        conversation.run(pipe)
+    finally:
+        client.close()
+        profiles.unregister("openai-chat", model)
+    follow_up = site.requests[1].json()
+    assistant = follow_up["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"] == [
+        {"type": "thinking", "thinking": [{"type": "text", "text": REASONING}]},
+        {"type": "text", "text": ANSWER},
+    ]
+    assert "reasoning_content" not in assistant
