@@ -12,6 +12,7 @@ spreads (``_rounds``).
 
 ``python -m benchmarks.bench_telemetry`` (needs the ``test`` extra for the SDK); name workloads
 (``bench_pipe``, ``scripted``, ``scripted_async``, ``wire``) to run some, ``--rounds N`` (9).
+"On, no per-chunk" is "on" with ``instrument(time_per_output_chunk=False)``.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def _sdk_on(capture: telemetry.ContentCapture) -> InMemorySpanExporter:
 
 
 def _sdk_setup(
-    capture: telemetry.ContentCapture,
+    capture: telemetry.ContentCapture, *, per_chunk: bool = True
 ) -> tuple[InMemorySpanExporter, InMemoryMetricReader]:
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider()
@@ -63,7 +64,10 @@ def _sdk_setup(
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     telemetry.instrument(
-        tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=capture
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        capture_content=capture,
+        time_per_output_chunk=per_chunk,
     )
     return exporter, reader
 
@@ -110,17 +114,31 @@ class _Replay:
             telemetry.TOKEN_USAGE_METRIC: instruments.tokens,
             telemetry.TIME_TO_FIRST_CHUNK_METRIC: instruments.first_chunk,
             telemetry.REASONING_DURATION_METRIC: instruments.reasoning,
+            telemetry.TIME_PER_OUTPUT_CHUNK_METRIC: instruments.per_chunk,
         }
         self.points: list[tuple[Any, float, dict[str, Any]]] = []
         data = reader.get_metrics_data()
         assert data is not None
-        for resource in data.resource_metrics:
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    for point in metric.data.data_points:
-                        value = point.sum / point.count  # type: ignore[union-attr]
-                        point_attributes = dict(point.attributes or {})
-                        self.points.append((by_name[metric.name], value, point_attributes))
+        metrics = [
+            metric
+            for resource in data.resource_metrics
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+        ]
+        # Every run records one duration point: their count is the number of runs measured,
+        # and a metric recorded several times a run (time per output chunk) is replayed so.
+        runs = sum(
+            point.count  # type: ignore[union-attr]
+            for metric in metrics
+            if metric.name == telemetry.OPERATION_DURATION_METRIC
+            for point in metric.data.data_points
+        )
+        for metric in metrics:
+            for point in metric.data.data_points:
+                value = point.sum / point.count  # type: ignore[union-attr]
+                point_attributes = dict(point.attributes or {})
+                times = max(1, round(point.count / runs))  # type: ignore[union-attr]
+                self.points.extend([(by_name[metric.name], value, point_attributes)] * times)
         self._current = context.get_current
         self._attach, self._detach = context.attach, context.detach
         self._in_context = trace.set_span_in_context
@@ -155,7 +173,7 @@ def _compare(
     "SDK floor" replays the same SDK calls with the data "on" exported (see :class:`_Replay`).
     A short ``work`` is timed ``repeat`` times per setting and round, keeping the fastest.
     """
-    settings = ("off", "on", "SDK floor", "on, capture full")
+    settings = ("off", "on", "SDK floor", "on, no per-chunk", "on, capture full")
     plain: list[float] = []
     seconds: dict[str, list[float]] = {name: [] for name in settings}
     replay: _Replay | None = None
@@ -175,6 +193,10 @@ def _compare(
         seconds["SDK floor"].append(cpu_seconds(work, repeat=repeat))
         _observers.remove_run_observer(replay)
         replay.exporter.clear()
+        exporter, _ = _sdk_setup("none", per_chunk=False)
+        seconds["on, no per-chunk"].append(cpu_seconds(work, repeat=repeat))
+        exporter.clear()
+        telemetry.uninstrument()
         exporter = _sdk_on("full")
         seconds["on, capture full"].append(cpu_seconds(work, repeat=repeat))
         exporter.clear()

@@ -23,10 +23,12 @@ from ._events import (
     ReasoningState,
     TextDelta,
     ToolCall,
+    ToolResult,
     Usage,
     UsageReport,
 )
 from ._exceptions import (
+    BudgetExceededError,
     CallbackError,
     ConflictError,
     ConversationNotFoundError,
@@ -63,9 +65,12 @@ if TYPE_CHECKING:
     from ._effort import (
         merge_params as merge_params,
     )
+    from ._tools import Tool, tool
     from .conversation import (
+        Budget,
         Conversation,
         GenerationRecord,
+        LedgerEntry,
         PassbackPolicy,
         PassbackProblem,
         TurnRecord,
@@ -81,12 +86,16 @@ _LAZY = {
     "effort_table": "_effort",
     "merge_params": "_effort",
     "plan_reasoning": "_effort",
+    "Budget": "conversation",
     "Conversation": "conversation",
     "GenerationRecord": "conversation",
+    "LedgerEntry": "conversation",
     "PassbackPolicy": "conversation",
     "PassbackProblem": "conversation",
     "TurnRecord": "conversation",
     "profiles": "",
+    "Tool": "_tools",
+    "tool": "_tools",
 }
 
 
@@ -116,6 +125,8 @@ __all__ = [
     "INERT_MESSAGE_KEYS",
     "PROVENANCE_KEY",
     "PROVENANCE_VALUES",
+    "Budget",
+    "BudgetExceededError",
     "CallbackError",
     "ConflictError",
     "Conversation",
@@ -124,6 +135,7 @@ __all__ = [
     "Event",
     "Finish",
     "GenerationRecord",
+    "LedgerEntry",
     "MalformedStreamError",
     "OpaqueState",
     "PassbackPolicy",
@@ -150,7 +162,9 @@ __all__ = [
     "StoreError",
     "TextDelta",
     "Timings",
+    "Tool",
     "ToolCall",
+    "ToolResult",
     "TurnRecord",
     "Usage",
     "UsageError",
@@ -159,6 +173,7 @@ __all__ = [
     "plan_reasoning",
     "profiles",
     "strip_inert_keys",
+    "tool",
 ]
 
 __version__ = "0.1.0"

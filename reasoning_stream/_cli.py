@@ -69,13 +69,13 @@ def parse_reasoning(value: str) -> bool | str | int:
         return False
     if word in ("on", "true", "yes"):
         return True
-    if word in ("low", "medium", "high"):
+    if word in ("minimal", "low", "medium", "high", "xhigh", "max"):
         return word
     try:
         budget = int(word)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not off, on, low, medium, high or a token budget"
+            f"{value!r} is not off, on, minimal, low, medium, high, xhigh, max or a token budget"
         ) from None
     if budget < 0:
         raise argparse.ArgumentTypeError(f"a token budget cannot be negative ({budget})")

@@ -27,6 +27,7 @@ __all__ = [
     "ReasoningState",
     "TextDelta",
     "ToolCall",
+    "ToolResult",
     "Usage",
     "UsageReport",
 ]
@@ -137,6 +138,31 @@ class ToolCall:
             "type": "function",
             "function": {"name": self.name, "arguments": self.arguments},
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool call's result: what the model reads back, and how the call went.
+
+    ``id`` and ``name`` are the :class:`ToolCall`'s; ``content`` is the text sent back to the
+    model (a tool's return value as text, or the reason it failed); ``is_error`` is ``True``
+    when the tool raised, the name was unknown or the arguments did not fit the tool's schema;
+    ``duration`` is seconds the tool ran.
+    """
+
+    __repr__ = _event_repr
+
+    id: str
+    name: str
+    content: str
+    is_error: bool = False
+    duration: float = 0.0
+    source: str | None = field(default=None, compare=False)
+    kind: ClassVar[Literal["tool_result"]] = "tool_result"
+
+    def to_message(self) -> dict[str, Any]:
+        """The result in the OpenAI message shape: a ``tool`` message answering the call."""
+        return {"role": "tool", "tool_call_id": self.id, "content": self.content}
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +367,7 @@ Event: TypeAlias = (
     | TextDelta
     | Finish
     | ToolCall
+    | ToolResult
     | UsageReport
     | OpaqueState
     | ReasoningHidden

@@ -6,6 +6,7 @@
     mid-stream. The original exception is ``__cause__``.
         ``MalformedStreamError``: the provider's bytes do not follow its own wire format.
     ``CallbackError``: an ``on_callback_error`` handler raised and so aborted the run.
+    ``BudgetExceededError``: a conversation's budget is spent; the run was not started.
     ``StoreError``: a conversation store failed (unreachable, not a store, bad data).
         ``ConflictError``: a write's ``expected_version`` is stale; nothing was changed.
         ``CorruptConversationError``: a stored conversation cannot be read back.
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from ._capture import PipeResult
 
 __all__ = [
+    "BudgetExceededError",
     "CallbackError",
     "ConflictError",
     "ConversationNotFoundError",
@@ -76,6 +78,18 @@ class MalformedStreamError(ProviderError):
 
 class CallbackError(ReasoningStreamError):
     """An ``on_callback_error`` handler raised, which aborts the run; its error is ``__cause__``."""
+
+
+class BudgetExceededError(ReasoningStreamError):
+    """A conversation's budget (``Conversation.budget``) is spent: no request was made.
+
+    ``budget`` is the :class:`~reasoning_stream.Budget` as it stood; raise the cap with a new
+    ``conversation.budget(...)`` or remove it with ``clear_budget()`` to run again.
+    """
+
+    def __init__(self, message: str, *, budget: object = None) -> None:
+        super().__init__(message)
+        self.budget = budget
 
 
 class StoreError(ReasoningStreamError):

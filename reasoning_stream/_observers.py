@@ -10,7 +10,9 @@ that nest inside it (the pipes of a Pipeline) see it as their parent. It returns
 ``run_finished`` is called once, on the same task, with the result (``PipeResult`` or
 ``PipelineResult``, ``None`` when the run failed before it had one) and the error that ends the
 run, if any. A scope may also have ``retrying(attempt, delay, error)`` (see
-:class:`RetryingScope`): a pipe calls it before each retry of the same run. It is optional, looked
+:class:`RetryingScope`): a pipe calls it before each retry of the same run; and a list
+``chunk_intervals``, which the pipe fills with the seconds between consecutive chunks of
+reasoning or text while the run reads its stream. It is optional, looked
 up once per run, so a scope without it keeps working. Observers never break a run: what they
 raise is logged and dropped.
 
@@ -76,6 +78,7 @@ class Runner(Protocol):
 
     _logger: logging.Logger
     _retry_hooks: tuple[RetryHook, ...] | None
+    _chunk_intervals: list[float] | None
 
     @property
     def last_result(self) -> object:
@@ -111,12 +114,14 @@ def remove_run_observer(observer: RunObserver) -> None:
 def start(runner: Runner, prompt: object) -> list[RunScope] | None:
     """Tell every observer a run begins; ``None`` (and no work) when there are none.
 
-    Sets ``runner._retry_hooks``: the ``retrying`` methods of the scopes that have one.
+    Sets ``runner._retry_hooks``: the ``retrying`` methods of the scopes that have one; and
+    ``runner._chunk_intervals``: the first scope's ``chunk_intervals`` list (shared with the
+    other scopes that have one), or ``None``.
     """
     observers = _observers
     debug = runner._logger.isEnabledFor(logging.DEBUG)
     if not observers and not debug:
-        runner._retry_hooks = None
+        runner._retry_hooks = runner._chunk_intervals = None
         return None
     scopes: list[RunScope] = [_LogScope(runner)] if debug else []
     for observer in observers:
@@ -129,6 +134,10 @@ def start(runner: Runner, prompt: object) -> list[RunScope] | None:
             scopes.append(scope)
     hooks = [hook for scope in scopes if (hook := getattr(scope, "retrying", None)) is not None]
     runner._retry_hooks = tuple(hooks) or None
+    timing = [scope for scope in scopes if getattr(scope, "chunk_intervals", None) is not None]
+    runner._chunk_intervals = intervals = timing[0].chunk_intervals if timing else None  # type: ignore[attr-defined]
+    for scope in timing[1:]:
+        scope.chunk_intervals = intervals  # type: ignore[attr-defined]
     return scopes
 
 

@@ -38,12 +38,13 @@ from ._events import (
     ReasoningStart,
     TextDelta,
     ToolCall,
+    ToolResult,
     UsageReport,
 )
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
 from ._loops import warn_if_loop_running
 from ._retry import RetryPolicy, announce, aretried, retried
-from ._sources import batches_of_one, threaded
+from ._sources import atimed, batches_of_one, threaded, timed
 from ._unicode import REPLACEMENT, checked_delta, is_clean, mend_delta, whole
 
 __all__ = [
@@ -91,6 +92,7 @@ class Pipe:
     """Seconds each async callback gets for a closing chunk after the run was cancelled."""
     _logger = logger
     _retry_hooks: tuple[_observers.RetryHook, ...] | None = None
+    _chunk_intervals: list[float] | None = None
     _chain: ClassVar[Callable[..., Any]]
     """What ``pipe | other`` builds: the Pipeline class, set by the module that defines it."""
 
@@ -326,10 +328,8 @@ class Pipe:
     # ------------------------------------------------------------------------------ events
 
     def iter_events(self, prompt: Prompt) -> Iterator[Event]:
-        """Yield the events of one model turn for ``prompt``. Provider pipes implement this.
-
-        Raise on provider failure; the driver wraps foreign exceptions in ``ProviderError``.
-        """
+        """Yield the events of one model turn for ``prompt`` (provider pipes implement this);
+        raise on provider failure: the driver wraps foreign exceptions in ``ProviderError``."""
         raise UsageError(
             f"{type(self).__name__} does not produce events: implement iter_events() "
             "(and aiter_events() for async), or drive the emit_* hooks yourself"
@@ -382,8 +382,9 @@ class Pipe:
                 capture.tool_calls.append(event)
             elif isinstance(event, UsageReport):
                 capture.usage = capture.usage.merged(event.usage)
-            elif not isinstance(event, ReasoningHidden):
-                # Hidden reasoning goes to event callbacks only: it has no text, no markers.
+            elif not isinstance(event, ToolResult | ReasoningHidden):
+                # A tool result comes after the turn it answers; hidden reasoning goes to event
+                # callbacks only (it has no text, no markers).
                 return
             if self._event_callbacks:
                 channel = self._channel
@@ -505,7 +506,7 @@ class Pipe:
         # A retry starts from a fresh capture: no delta may take a lane opened before it.
         channel.close_lanes()
         try:
-            source = self.iter_events(prompt)
+            source = timed(self.iter_events(prompt), self._chunk_intervals)
             try:
                 pump(self, channel, source, dispatch(type(self), Pipe))
             finally:
@@ -531,8 +532,10 @@ class Pipe:
         channel.close_lanes()
         try:
             batched = reads_batches(type(self), Pipe)
-            source: AsyncIterator[Any] = (
-                self.aiter_event_batches(prompt) if batched else self.aiter_events(prompt)
+            source: AsyncIterator[Any] = atimed(
+                self.aiter_event_batches(prompt) if batched else self.aiter_events(prompt),
+                self._chunk_intervals,
+                batched,
             )
             try:
                 await apump(self, channel, source, dispatch(type(self), Pipe), batched=batched)

@@ -88,6 +88,7 @@ class Pipeline:
 
     _logger = logging.getLogger("reasoning_stream.pipeline")
     _retry_hooks: tuple[_observers.RetryHook, ...] | None = None
+    _chunk_intervals: list[float] | None = None
 
     def __init__(self, *pipes: Pipe | Pipeline) -> None:
         flat: list[Pipe] = []

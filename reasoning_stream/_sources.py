@@ -2,19 +2,27 @@
 
 A pipe that implements only ``iter_events`` (a sync iterator) still runs under ``arun()``: the
 iterator is stepped in a worker thread (:func:`threaded`). A source that yields one event at a
-time is read by the batch driver as batches of one (:func:`batches_of_one`). Both close what
-they wrap, shielded from cancellation, whatever the ending.
+time is read by the batch driver as batches of one (:func:`batches_of_one`). While a run
+observer asks for chunk timings (telemetry's ``time_per_output_chunk``), :func:`timed` and
+:func:`atimed` note the seconds between consecutive chunks of reasoning or answer text. All close
+what they wrap, shielded from cancellation, whatever the ending.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TypeVar
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
-__all__ = ["batches_of_one", "threaded"]
+from ._events import ReasoningDelta, TextDelta
+
+__all__ = ["atimed", "batches_of_one", "threaded", "timed"]
+
+_OUTPUT = (TextDelta, ReasoningDelta)
+_clock = time.perf_counter
 
 T = TypeVar("T")
 
@@ -45,6 +53,62 @@ async def batches_of_one(events: AsyncIterator[T]) -> AsyncIterator[Sequence[T]]
             yield (event,)
     finally:
         aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            with anyio.CancelScope(shield=True):
+                await aclose()
+
+
+def _is_chunk(event: object) -> bool:
+    return isinstance(event, _OUTPUT) and bool(event.text)
+
+
+def timed(source: Iterable[T], intervals: list[float] | None) -> Iterable[T]:
+    """``source`` itself, or (``intervals`` given) a view that appends to ``intervals`` the
+    seconds from each reasoning or text chunk to the next, as they are read."""
+    if intervals is None:
+        return source
+    return _timed(iter(source), intervals)
+
+
+def _timed(source: Iterator[T], intervals: list[float]) -> Iterator[T]:
+    last: float | None = None
+    try:
+        for event in source:
+            if _is_chunk(event):
+                now = _clock()
+                if last is not None:
+                    intervals.append(now - last)
+                last = now
+            yield event
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+
+
+def atimed(
+    source: AsyncIterator[Any], intervals: list[float] | None, batched: bool
+) -> AsyncIterator[Any]:
+    """Async twin of :func:`timed`; a batch (what one read of the stream gave) is one chunk."""
+    if intervals is None:
+        return source
+    return _atimed(source, intervals, batched)
+
+
+async def _atimed(
+    source: AsyncIterator[Any], intervals: list[float], batched: bool
+) -> AsyncIterator[Any]:
+    last: float | None = None
+    try:
+        async for item in source:
+            if any(_is_chunk(event) for event in item) if batched else _is_chunk(item):
+                now = _clock()
+                if last is not None:
+                    intervals.append(now - last)
+                last = now
+            yield item
+    finally:
+        aclose = getattr(source, "aclose", None)
         if aclose is not None:
             with anyio.CancelScope(shield=True):
                 await aclose()

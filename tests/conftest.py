@@ -66,6 +66,9 @@ SLOW_TESTS = frozenset(
         "test_the_demo_picture_is_recorded_by_its_script",
         "test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing",
         "test_an_app_in_another_process_serves_envelopes_it_could_not_have_made",
+        "test_vercel_ui_tool_outputs_are_read_by_the_ai_sdk",
+        "test_the_app_runs_a_tool_loop_posted_by_a_browser",
+        "test_stop_while_the_model_is_silent_runs_none_of_the_calls_it_then_makes",
     }
 )
 

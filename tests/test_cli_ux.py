@@ -295,7 +295,7 @@ def test_no_stream_makes_one_non_streaming_request(
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [(["--reasoning", "banana"], "is not off, on, low, medium, high or a token budget"),
+    [(["--reasoning", "banana"], "is not off, on, minimal, low, medium, high, xhigh, max or a"),
      (["--reasoning", "-5"], "a token budget cannot be negative"),
      (["--max-tokens", "0"], "must be at least 1"),
      (["--max-tokens", "many"], "is not a whole number")],

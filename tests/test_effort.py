@@ -9,10 +9,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream import _effort
+from reasoning_stream import _effort, profiles
 from reasoning_stream._effort import (
     PROVIDERS,
     REASONING_LEVELS,
@@ -23,10 +23,15 @@ from reasoning_stream._effort import (
     merge_params,
     plan_reasoning,
 )
+from reasoning_stream.profiles import ModelProfile, register, unregister
+from tests.helpers import examples
 
 # Every test starts with no (provider, model) warned yet; the table tests do not need to hear
 # the one-time warnings, which test_*_warns_once checks on its own.
-pytestmark = pytest.mark.filterwarnings("ignore::reasoning_stream._effort.ReasoningWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::reasoning_stream._effort.ReasoningWarning"),
+    pytest.mark.filterwarnings("ignore::reasoning_stream.profiles.UnknownModelWarning"),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -202,7 +207,9 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     ("openai-chat", "Qwen/QwQ-32B"): ALWAYS_REASONS,
     ("openai-chat", "Qwen/Qwen3-235B-A22B-Thinking-2507"): ALWAYS_REASONS,
     ("openai-chat", "o1-mini"): ALWAYS_REASONS,
-    ("openai-chat", "gpt-5-pro"): ALWAYS_REASONS,
+    # gpt-5 pro documents one effort, high (its profile row, platform.openai.com/docs/guides/
+    # reasoning): every level is sent as high, which the model takes (it used to send nothing).
+    ("openai-chat", "gpt-5-pro"): row(NOTHING, *[effort("high")] * 7),
     ("openai-chat", "gpt-4o"): CANNOT_REASON,
     ("openai-chat", "gpt-4.1-mini"): CANNOT_REASON,
     ("openai-chat", "gpt-3.5-turbo"): CANNOT_REASON,
@@ -216,11 +223,13 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     ("openai-responses", "gpt-5.1-codex-max"): effort_row(NOTHING, responses),
     ("openai-responses", "gpt-oss-20b"): effort_row(NOTHING, responses),
     ("openai-responses", "Qwen/Qwen3-8B"): effort_row(NOTHING, responses),
-    ("openai-responses", "gpt-5-pro"): ALWAYS_REASONS,
+    ("openai-responses", "gpt-5-pro"): row(NOTHING, *[responses("high")] * 7),
     ("openai-responses", "gpt-4.1"): CANNOT_REASON,
     # openrouter
+    # DeepSeek-R1 always reasons (api-docs.deepseek.com/guides/reasoning_model, its profile
+    # row): False is refused with a warning instead of sending enabled: false.
     ("openrouter", "deepseek/deepseek-r1"): row(
-        {"reasoning": {"enabled": False}},
+        NOTHING,
         {"reasoning": {"enabled": True}},
         {"reasoning": {"effort": "low"}},
         {"reasoning": {"effort": "medium"}},
@@ -295,14 +304,16 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     ("gemini", "models/gemini-2.5-flash"): row(gemini_budget(0), *GEMINI_BUDGETS),
     ("gemini", "gemini-2.5-flash-lite"): row(gemini_budget(0), *GEMINI_BUDGETS),
     ("gemini", "gemini-flash-latest"): row(gemini_budget(0), *GEMINI_BUDGETS),
+    # Gemini 3 Pro documents low and high (ai.google.dev/gemini-api/docs/thinking): medium is
+    # as near to either, and API.md section 12 settles a tie on the lower level.
     ("gemini", "gemini-3-pro-preview"): row(
         thinking_config(thinkingLevel="low"),
         thinking_config(includeThoughts=True),
         gemini_level("low"),
-        gemini_level("high"),
-        gemini_level("high"),
         gemini_level("low"),
         gemini_level("high"),
+        gemini_level("low"),
+        gemini_level("low"),
         gemini_level("high"),
     ),
     ("gemini", "gemini-3.1-pro-preview"): row(
@@ -332,7 +343,9 @@ TABLE: dict[tuple[str, str], tuple[Expected, ...]] = {
     # ollama
     ("ollama", "gpt-oss:20b"): effort_row(NOTHING, lambda v: {"think": v}),
     ("ollama", "qwen3:8b"): row({"think": False}, *[{"think": True}] * 7),
-    ("ollama", "deepseek-r1"): row({"think": False}, *[{"think": True}] * 7),
+    # DeepSeek-R1 always reasons (its profile row, ollama.com/blog/thinking): False warns and
+    # sends nothing; on, think=True still separates the thinking.
+    ("ollama", "deepseek-r1"): row(NOTHING, *[{"think": True}] * 7),
 }
 
 # Written out, not read from the module: the providers and the Gemini models that take budgets.
@@ -401,18 +414,34 @@ def test_effort_table_is_computed_from_every_planner() -> None:
     assert "`think: false`" in table  # Ollama's False, as planned
 
 
+def test_effort_table_has_one_row_per_profile_row_and_provider() -> None:
+    """The table is profiles.table(): each catalogue row once per provider it names, in
+    catalogue order, then the conservative profile where no row matches every model."""
+    lines = [line for line in effort_table().splitlines()[2:] if line.startswith("| ")]
+    for provider in PROVIDER_IDS:
+        mine = [line for line in lines if line.startswith(f"| {provider} |")]
+        rows = [row for row in profiles.table() if provider in row.providers]
+        catch_all = any("*" in row.patterns for row in rows)
+        assert len(mine) == len(rows) + (0 if catch_all else 1), provider
+        for line, row in zip(mine, rows, strict=False):
+            assert f"`{row.patterns[0]}`" in line.split(" | ")[1], (provider, row.patterns)
+        if not catch_all:
+            assert "any other model" in mine[-1]
+
+
 # --- validation -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "setting", ["extreme", "HIGH", "none", "minimal", "", -1, -4096, 1.5, 2048.0, [], {}, b"low"]
+    "setting", ["extreme", "HIGH", "None", "ultra", "", -1, -4096, 1.5, 2048.0, [], {}, b"low"]
 )
 def test_invalid_settings_raise_and_name_the_allowed_values(setting: Any) -> None:
     with pytest.raises(ValueError) as raised:
         plan_reasoning("openai-chat", "o3", setting)
     message = str(raised.value)
     assert repr(setting) in message
-    for allowed in ("None", "True", "False", "'low'", "'medium'", "'high'", "int"):
+    allowed_values = ("None", "True", "False", "'none'", "'minimal'", "'low'", "'medium'")
+    for allowed in (*allowed_values, "'high'", "'xhigh'", "'max'", "int"):
         assert allowed in message
 
 
@@ -581,6 +610,9 @@ def test_gemini_approximations_warn(model: str, setting: Reasoning) -> None:
         ("anthropic", "claude-opus-4-7", False),
         ("anthropic", "claude-sonnet-4-6", 3000),
         ("bedrock", "us.amazon.nova-2-lite-v1:0", "high"),
+        # GPT-5 always reasons (platform.openai.com/docs/guides/reasoning): minimal is its
+        # least effort, not off, and the plan says so.
+        ("openai-chat", "gpt-5", False),
     ],
 )
 def test_every_approximation_or_drop_is_explained(
@@ -592,7 +624,7 @@ def test_every_approximation_or_drop_is_explained(
 @pytest.mark.parametrize(
     ("provider", "model", "setting"),
     [
-        ("openai-chat", "gpt-5", False),
+        ("openai-chat", "gpt-5.1", False),
         ("openai-chat", "o3", "high"),
         ("openai-responses", "gpt-5.1", False),
         ("openrouter", "anthropic/claude-sonnet-4.5", 3000),
@@ -685,7 +717,8 @@ def test_plans_do_not_share_params() -> None:
 
 
 def test_levels_constant() -> None:
-    assert REASONING_LEVELS == ("low", "medium", "high")
+    assert REASONING_LEVELS == ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+    assert REASONING_LEVELS == profiles.LEVELS
 
 
 # --- merge_params ---------------------------------------------------------------------------
@@ -768,3 +801,55 @@ def test_merge_params_identities(request: dict[str, Any]) -> None:
 def test_merge_params_replaces_a_leaf_with_a_mapping_and_back() -> None:
     assert merge_params({"think": True}, {"think": {"level": "low"}}) == {"think": {"level": "low"}}
     assert merge_params({"think": {"level": "low"}}, {"think": False}) == {"think": False}
+
+
+# --- the nearest documented level -------------------------------------------------------
+
+# Written out here, not read from the package: the oracle must not share its scale.
+SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+DOCUMENTED = st.lists(st.sampled_from(SCALE), min_size=1, unique=True).map(
+    lambda levels: tuple(sorted(levels, key=SCALE.index))
+)
+
+
+def nearest_oracle(documented: tuple[str, ...], level: str) -> str:
+    """Walk outward from the asked level, one step at a time, the lower side first."""
+    at = SCALE.index(level)
+    for distance in range(len(SCALE)):
+        for index in (at - distance, at + distance):
+            if 0 <= index < len(SCALE) and SCALE[index] in documented:
+                return SCALE[index]
+    raise AssertionError("no documented level")
+
+
+@given(documented=DOCUMENTED, level=st.sampled_from(SCALE))
+@settings(max_examples=examples(300))
+def test_the_chosen_level_is_documented_and_none_is_strictly_nearer(
+    documented: tuple[str, ...], level: str
+) -> None:
+    chosen = ModelProfile(efforts=documented).nearest_effort(level)
+    assert chosen in documented
+
+    def distance(other: str) -> int:
+        return abs(SCALE.index(other) - SCALE.index(level))
+
+    assert chosen is not None and all(distance(other) >= distance(chosen) for other in documented)
+    assert chosen == nearest_oracle(documented, level)  # a tie goes to the lower level
+
+
+@given(documented=DOCUMENTED, level=st.sampled_from(SCALE))
+@settings(max_examples=examples(100))
+def test_a_level_the_row_lacks_is_sent_as_the_nearest_with_a_warning_naming_both(
+    documented: tuple[str, ...], level: str
+) -> None:
+    """Through a registered row and the real planner: the wire value is the oracle's, and a
+    warning names both levels exactly when the asked one is not documented."""
+    register("openai-chat", "nearest-law-model", efforts=documented, thinking="optional")
+    try:
+        plan = plan_reasoning("openai-chat", "nearest-law-model", level)
+    finally:
+        unregister("openai-chat", "nearest-law-model")
+    expected = nearest_oracle(documented, level)
+    assert plan.params == {"reasoning_effort": expected}
+    named = [note for note in plan.warnings if f"{level!r}" in note and f"{expected!r}" in note]
+    assert bool(named) == (level != expected)

@@ -34,7 +34,7 @@ from reasoning_stream import (
     Usage,
 )
 from reasoning_stream._capture import merge_attempts
-from reasoning_stream._effort import REASONING_LEVELS, Reasoning, _plan, lower_plan
+from reasoning_stream._effort import REASONING_LEVELS, Reasoning, _plan, lower_plan, table_examples
 from reasoning_stream.providers import (
     AnthropicPipe,
     BedrockPipe,
@@ -45,7 +45,6 @@ from reasoning_stream.providers import (
     OpenRouterPipe,
 )
 from reasoning_stream.providers._pipe import ProviderPipe
-from reasoning_stream.providers._spec import specs
 from reasoning_stream.testing._wire import Transcript, WireServer
 
 Mode = Literal["run", "arun"]
@@ -89,8 +88,8 @@ def test_reasoning_exhausted_means_a_length_stop_with_reasoning_and_no_answer(
 # ------------------------------------------------------------------------ the ladder
 
 RANK = {level: index for index, level in enumerate(REASONING_LEVELS)}
-EXAMPLES = [(found.id, row.example) for found in specs() for row in found.effort.rows]
-SETTINGS: list[Reasoning] = [None, True, False, "low", "medium", "high", 1, 1024, 5000, 20000]
+EXAMPLES = table_examples()
+SETTINGS: list[Reasoning] = [None, True, False, *REASONING_LEVELS, 1, 1024, 5000, 20000]
 
 
 def _is_lower(new: Reasoning, old: Reasoning) -> bool:

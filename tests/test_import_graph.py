@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 0: the vocabulary, the tag grammar, errors: pure, import nothing of ours above them
     (
         "_events", "_tags", "_stream", "_json", "_messages", "_exceptions", "_capture",
-        "_unicode", "_redact", "_cost", "_endpoints",
+        "_unicode", "_redact", "_cost", "_endpoints", "_tools", "_schema", "_schema_check",
     ),
     # 1: model knowledge and what core asks of a provider, below both core and the providers
     ("profiles", "providers._spec", "conversation._policy", "_turns", "_effort_planner"),
@@ -40,7 +40,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "_render",
     ),
     # 3: conversations, provider packages, tools, prompting
-    ("conversation", "providers", "tools", "prompting", "strategies"),
+    (
+        "conversation",
+        "conversation._tool_loop",
+        "conversation._tool_runnable",
+        "providers",
+        "tools",
+        "prompting",
+        "strategies",
+    ),
     # 4: beyond one process, and the front doors
     ("hub", "web", "store", "telemetry", "testing", "_cli", "__main__", "_demo", ""),
 )

@@ -14,6 +14,8 @@ TOP_LEVEL = [
     "INERT_MESSAGE_KEYS",
     "PROVENANCE_KEY",
     "PROVENANCE_VALUES",
+    "Budget",
+    "BudgetExceededError",
     "CallbackError",
     "ConflictError",
     "Conversation",
@@ -22,6 +24,7 @@ TOP_LEVEL = [
     "Event",
     "Finish",
     "GenerationRecord",
+    "LedgerEntry",
     "MalformedStreamError",
     "OpaqueState",
     "PassbackPolicy",
@@ -48,7 +51,9 @@ TOP_LEVEL = [
     "StoreError",
     "TextDelta",
     "Timings",
+    "Tool",
     "ToolCall",
+    "ToolResult",
     "TurnRecord",
     "Usage",
     "UsageError",
@@ -57,6 +62,7 @@ TOP_LEVEL = [
     "plan_reasoning",
     "profiles",
     "strip_inert_keys",
+    "tool",
 ]
 """``reasoning_stream.__all__``, pinned: a name joins or leaves it on purpose."""
 

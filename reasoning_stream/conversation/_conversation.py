@@ -22,30 +22,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, Self, cast, overload
 
 from .._capture import PipeResult
-from .._events import ReasoningState
 from .._exceptions import UsageError
-from .._messages import INERT_MESSAGE_KEYS, strip_inert_keys
-from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
-from ._policy import PassbackPolicy
-from ._preflight import (
-    envelope_problems,
-    find_problems,
-    note_envelopes,
-    raise_problems,
-    repaired,
-    rules_for,
-    with_envelopes,
+from .._messages import INERT_MESSAGE_KEYS
+from ._budget import Budget, Budgeted, lowered_effort
+from ._passback import PassbackHistory, role_of
+from ._records import (
+    GenerationRecord,
+    LedgerEntry,
+    TurnRecord,
+    ledger_entries,
+    plain_copy,
+    saved_turns,
 )
-from ._records import GenerationRecord, TurnRecord, plain_copy
-from ._scope import (
-    ScopeTarget,
-    drop_prefix_bound,
-    merged_problems,
-    scope_problems,
-    scope_target,
-    tool_turn_flags,
-    turn_reasoning,
-)
+from ._tool_loop import DEFAULT_MAX_STEPS, ConversationSteps, ToolLoopResult, adrive, drive
 
 __all__ = ["Conversation", "RecordingStore", "recording_store"]
 
@@ -79,11 +68,7 @@ def recording_store(store: object) -> RecordingStore:
     return cast(RecordingStore, store)
 
 
-def _role(message: Mapping[str, Any]) -> Any:
-    return message.get("role")
-
-
-class Conversation(Sequence[dict[str, Any]]):
+class Conversation(PassbackHistory, Budgeted, Sequence[dict[str, Any]]):
     """The canonical chat history, plus each assistant turn's provider state beside it.
 
     Messages are plain dicts in the chat-completions shape: ``role`` (``system``, ``user``,
@@ -113,7 +98,8 @@ class Conversation(Sequence[dict[str, Any]]):
         conversation.add(pipe.run(conversation))   # signed thinking goes back as required
 
     ``conversation.run(pipe)`` does the run and the ``add`` in one step, and keeps a
-    :class:`GenerationRecord` of a run that fails or is cancelled.
+    :class:`GenerationRecord` of a run that fails or is cancelled. :meth:`ledger` lists what
+    each model call used and cost; :meth:`budget` caps what the runs may spend.
     """
 
     __slots__ = ("_messages", "_pending", "_records", "_repair")
@@ -125,6 +111,7 @@ class Conversation(Sequence[dict[str, Any]]):
         self._records: list[TurnRecord | None] = []
         self._pending: GenerationRecord | None = None
         self._repair = False
+        self._budget: Budget | None = None
         if system is not None:
             self.add_system(system)
         for message in messages:
@@ -145,6 +132,16 @@ class Conversation(Sequence[dict[str, Any]]):
     def pending_generation(self) -> GenerationRecord | None:
         """The run begun with :meth:`begin_generation` and not yet added, if any."""
         return self._pending
+
+    def ledger(self) -> list[LedgerEntry]:
+        """One :class:`LedgerEntry` per model call whose answer this conversation holds.
+
+        In order: ``turn`` numbers the user message answered (from 0), ``step`` the call in
+        that turn's tool loop (0 for a plain answer); tokens and the USD cost are those the
+        run reported when it was added. Turns added by hand, or saved before the ledger
+        existed, have no entry.
+        """
+        return ledger_entries(self._messages, self._records)
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -217,6 +214,8 @@ class Conversation(Sequence[dict[str, Any]]):
             )
         self._append(plain_copy({**result.message, **extra}), TurnRecord.from_result(result))
         self._pending = None
+        if self._budget is not None:
+            self._budget = self._budget.charged(result)
         return self
 
     def _append(self, message: dict[str, Any], record: TurnRecord | None) -> None:
@@ -260,20 +259,22 @@ class Conversation(Sequence[dict[str, Any]]):
         stored one (``ConflictError`` when the stored one has turns it lacks), the pending
         generation is stored before the call and the answer appended after it, retried on
         a conflict; afterwards this conversation equals the stored one.
-        See ``reasoning_stream.store.run_stored``.
+        See ``reasoning_stream.store.run_stored``. A :meth:`budget` near its cap lowers the
+        effort of the run; a spent one raises ``BudgetExceededError`` before any request.
         """
-        if store is not None or conversation_id is not None:
-            answer, latest = recording_store(store)._run_with(
-                conversation_id, pipe, self, repair=repair
-            )
-            self._adopt(latest)
-            return answer
-        record = self.begin_generation(pipe)
-        try:
-            result: PipeResult = pipe.run(self.with_repair() if repair else self)
-        except BaseException:
-            record.update_from(getattr(pipe, "last_result", None))
-            raise
+        budget = self._check_budget()
+        with lowered_effort(pipe, budget):
+            if store is not None or conversation_id is not None:
+                answer, latest = recording_store(store)._run_with(
+                    conversation_id, pipe, self, repair=repair
+                )
+                return self._adopt(latest, budget, answer)
+            record = self.begin_generation(pipe)
+            try:
+                result: PipeResult = pipe.run(self.with_repair() if repair else self)
+            except BaseException:
+                self._failed(record, pipe)
+                raise
         self.add(result)
         return result
 
@@ -286,144 +287,61 @@ class Conversation(Sequence[dict[str, Any]]):
         conversation_id: str | None = None,
     ) -> PipeResult:
         """:meth:`run` on the running event loop, through ``pipe.arun``."""
-        if store is not None or conversation_id is not None:
-            answer, latest = await recording_store(store)._arun_with(
-                conversation_id, pipe, self, repair=repair
-            )
-            self._adopt(latest)
-            return answer
-        record = self.begin_generation(pipe)
-        try:
-            result: PipeResult = await pipe.arun(self.with_repair() if repair else self)
-        except BaseException:
-            record.update_from(getattr(pipe, "last_result", None))
-            raise
+        budget = self._check_budget()
+        with lowered_effort(pipe, budget):
+            if store is not None or conversation_id is not None:
+                answer, latest = await recording_store(store)._arun_with(
+                    conversation_id, pipe, self, repair=repair
+                )
+                return self._adopt(latest, budget, answer)
+            record = self.begin_generation(pipe)
+            try:
+                result: PipeResult = await pipe.arun(self.with_repair() if repair else self)
+            except BaseException:
+                self._failed(record, pipe)
+                raise
         self.add(result)
         return result
 
-    def _adopt(self, other: Conversation) -> None:
-        # After a stored run, become what the store holds (other writers' turns included).
+    def run_tools(
+        self, pipe: Any, *, max_steps: int = DEFAULT_MAX_STEPS, tools: Any = None,
+        repair: bool = False,
+    ) -> ToolLoopResult:  # fmt: skip
+        """Run ``pipe``, run the tools it calls, add the results, and repeat until it answers.
+
+        Each step is :meth:`run` (passback as the pipe's policy says; a failed or cancelled
+        step keeps its pending generation and raises). The calls of one response run
+        concurrently in worker threads (an async tool on a fresh event loop there); their
+        results are added in call order. A tool that raises, an unknown name or arguments that
+        do not fit the schema give an error result the model reads. The loop stops at an
+        answer without calls or after ``max_steps`` responses (``status == "max_steps"``).
+        ``tools`` defaults to ``pipe.tools``. See ``reasoning_stream.conversation._tool_loop``.
+        """
+        return drive(ConversationSteps(self, repair=repair), pipe, max_steps=max_steps, tools=tools)
+
+    async def arun_tools(
+        self, pipe: Any, *, max_steps: int = DEFAULT_MAX_STEPS, tools: Any = None,
+        repair: bool = False,
+    ) -> ToolLoopResult:  # fmt: skip
+        """:meth:`run_tools` on the event loop (asyncio or trio): async tools are awaited, sync
+        tools run in worker threads; cancellation keeps every completed step."""
+        steps = ConversationSteps(self, repair=repair)
+        return await adrive(steps, pipe, max_steps=max_steps, tools=tools)
+
+    def _adopt(self, other: Conversation, budget: Budget | None, answer: PipeResult) -> PipeResult:
+        # Become what the store holds (other writers' turns too); charge the answer once.
         if other is not self:
             self._messages, self._records = other._messages, other._records
             self._pending = other._pending
+        self._budget = None if budget is None else budget.charged(answer)
+        return answer
 
-    # ----------------------------------------------------------------------- passback
-
-    def turns_for(self, pipe: object) -> list[HistoryTurn]:
-        """The history for ``pipe``'s next request, under its :class:`PassbackPolicy`.
-
-        Every message goes without its inert keys. An assistant turn carries its opaque
-        states and readable reasoning only when the policy asks for them and the turn was
-        made by the pipe's own provider, model and endpoint; anything else stays here.
-        A conversation from :meth:`with_repair` gives the repaired turns.
-        """
-        return self.scoped_turns(pipe, PassbackPolicy.for_pipe(pipe))
-
-    def scoped_turns(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
-        """:meth:`turns_for` under ``policy``, the pipe's policy already resolved for the
-        request (``PassbackPolicy.for_pipe(pipe)``)."""
-        turns, scope = self._request(pipe, policy)
-        if not self._repair:
-            return turns
-        note_envelopes(envelope_problems(self._records))
-        return self._repaired(pipe, turns, scope, policy)
-
-    def checked_turns(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
-        """:meth:`check_passback` and :meth:`scoped_turns` in one: the turns ``pipe``'s request
-        sends under ``policy``, or ``UsageError`` naming what its provider would reject (a
-        conversation from :meth:`with_repair` repairs instead)."""
-        turns, scope = self._request(pipe, policy)
-        if self._repair:
-            note_envelopes(envelope_problems(self._records))
-            return self._repaired(pipe, turns, scope, policy)
-        raise_problems(with_envelopes(self._problems(pipe, turns, scope, policy), self._records))
-        return turns
-
-    def _request(
-        self, pipe: object, policy: PassbackPolicy
-    ) -> tuple[list[HistoryTurn], list[PassbackProblem]]:
-        # The turns under the policy, and what of the state the policy would send cannot go
-        # to this pipe (another endpoint or account; a prefix-bound block whose prefix changed).
-        target = scope_target(pipe)
-        turns = self._turns_under(target, policy)
-        history = (self._messages, self._records, turns, self._tool_loop_start())
-        return turns, scope_problems(pipe, target, policy, *history)
-
-    def _problems(
-        self,
-        pipe: object,
-        turns: list[HistoryTurn],
-        scope: list[PassbackProblem],
-        policy: PassbackPolicy,
-    ) -> list[PassbackProblem]:
-        found = rules_for(pipe)
-        if found is None:
-            return scope
-        rules = find_problems(found, pipe, self._preflight_turns(turns), policy)
-        return merged_problems(scope, rules)
-
-    def _repaired(
-        self,
-        pipe: object,
-        turns: list[HistoryTurn],
-        scope: list[PassbackProblem],
-        policy: PassbackPolicy,
-    ) -> list[HistoryTurn]:
-        kept, notes = drop_prefix_bound(turns, scope)
-        return repaired(pipe, kept, self._preflight_turns(kept), policy, notes)
-
-    def _turns_under(self, pipe: object, policy: PassbackPolicy) -> list[HistoryTurn]:
-        target = pipe if isinstance(pipe, ScopeTarget) else scope_target(pipe)
-        loop_start = self._tool_loop_start()
-        tool_turns = tool_turn_flags(self._messages)
-        turns: list[HistoryTurn] = []
-        for index, (message, record) in enumerate(zip(self._messages, self._records, strict=True)):
-            visible = plain_copy(strip_inert_keys(message))
-            if _role(message) != "assistant" or record is None or not record.made_by(target):
-                turns.append(HistoryTurn(visible))
-                continue
-            in_loop = index >= loop_start
-            states: tuple[ReasoningState, ...] = ()
-            if policy.gives_states(in_loop):
-                states = tuple(
-                    state
-                    for state in record.states
-                    # The record's scope matched; the state's own labels must not
-                    # contradict it (a state copied in, or made for another provider).
-                    if state.may_go_to(target)
-                    and (policy.kinds is None or state.kind in policy.kinds)
-                )
-            reasoning = turn_reasoning(message, record, policy, in_loop, tool_turns[index])
-            turns.append(HistoryTurn(visible, states=states, reasoning=reasoning))
-        return turns
-
-    # ----------------------------------------------------------------------- preflight
-
-    def preflight(self, pipe: object) -> list[PassbackProblem]:
-        """What ``pipe``'s provider is documented to reject in the request it would build.
-
-        Nothing is called. Each :class:`PassbackProblem` names the message index, a code and
-        what to do; an empty list means nothing known to be rejected. The provider's spec
-        holds the rules (its ``preflight``); a pipe of an unknown provider gets ``[]``.
-        Whatever the provider, state the policy would send that cannot go to this pipe is
-        named too: ``state_other_endpoint`` (made at another endpoint), ``state_other_account``
-        (bound to another account), ``thinking_prefix_changed`` (bound to a request prefix
-        that changed since; the index is the first such message). A turn rebuilt from a
-        client's history whose sealed envelope did not open is ``envelope_invalid`` for every
-        pipe.
-        """
-        policy = PassbackPolicy.for_pipe(pipe)
-        turns, scope = self._request(pipe, policy)
-        return with_envelopes(self._problems(pipe, turns, scope, policy), self._records)
-
-    def check_passback(self, pipe: object) -> None:
-        """Raise ``UsageError`` naming the :meth:`preflight` problems, if there are any.
-
-        Provider pipes call it before sending a request. A conversation from
-        :meth:`with_repair` repairs instead of raising.
-        """
-        if not self._repair:
-            raise_problems(self.preflight(pipe))
+    def _failed(self, record: GenerationRecord, pipe: Any) -> None:
+        # A failed or cancelled run keeps what it captured, and what it spent is spent.
+        partial: PipeResult | None = getattr(pipe, "last_result", None)
+        record.update_from(partial)
+        if self._budget is not None and partial is not None:
+            self._budget = self._budget.charged(partial)
 
     def with_repair(self) -> Conversation:
         """A copy whose runs repair what :meth:`preflight` finds instead of raising.
@@ -436,25 +354,6 @@ class Conversation(Sequence[dict[str, Any]]):
         copied._repair = True
         return copied
 
-    def _preflight_turns(self, turns: Sequence[HistoryTurn]) -> list[PreflightTurn]:
-        loop_start = self._tool_loop_start()
-        tool_turns = tool_turn_flags(self._messages)
-        return [
-            PreflightTurn(index, turn, self._records[index], index >= loop_start, tool_turns[index])
-            for index, turn in enumerate(turns)
-        ]
-
-    def _last_user_index(self) -> int:
-        for index in range(len(self._messages) - 1, -1, -1):
-            if _role(self._messages[index]) == "user":
-                return index
-        return -1
-
-    def _tool_loop_start(self) -> int:
-        # The current tool loop is what the model did since the last user turn; a user turn
-        # the framework injected (provenance) is still a user turn to the provider.
-        return self._last_user_index() + 1
-
     # ------------------------------------------------------------------------ branches
 
     def copy(self) -> Conversation:
@@ -465,6 +364,7 @@ class Conversation(Sequence[dict[str, Any]]):
         branch = Conversation()
         branch._messages = [plain_copy(message) for message in self._messages[:end]]
         branch._records = list(self._records[:end])
+        branch._budget = self._budget
         if keep_pending and self._pending is not None:
             branch._pending = GenerationRecord.from_json(self._pending.to_json())
         return branch
@@ -515,7 +415,7 @@ class Conversation(Sequence[dict[str, Any]]):
         if keep_last < 0:
             raise UsageError(f"keep_last must be 0 or more, got {keep_last}")
         head = 0
-        while head < len(self._messages) and _role(self._messages[head]) == "system":
+        while head < len(self._messages) and role_of(self._messages[head]) == "system":
             head += 1
         starts = self._unit_starts(head)
         if keep_last == 0:
@@ -533,7 +433,7 @@ class Conversation(Sequence[dict[str, Any]]):
         starts: list[int] = []
         in_tool_unit = False
         for position in range(head, len(self._messages)):
-            role = _role(self._messages[position])
+            role = role_of(self._messages[position])
             if role == "tool" and in_tool_unit:
                 continue
             starts.append(position)
@@ -588,35 +488,21 @@ class Conversation(Sequence[dict[str, Any]]):
             "messages": self.messages,
             "records": [None if record is None else record.to_json() for record in self._records],
             "pending_generation": None if self._pending is None else self._pending.to_json(),
+            "budget": None if self._budget is None else self._budget.to_json(),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Conversation:
-        """Rebuild a conversation written by :meth:`to_json`."""
-        if data.get("format", _FORMAT) != _FORMAT:
-            raise UsageError(f"not a saved conversation (format {data.get('format')!r})")
-        version = data.get("version", _VERSION)
-        if version != _VERSION:
-            raise UsageError(
-                f"saved conversation has version {version}; this library reads {_VERSION}"
-            )
-        messages: Sequence[Mapping[str, Any]] = data.get("messages", ())
-        records: Sequence[Mapping[str, Any] | None] | None = data.get("records")
-        if records is None:
-            records = [None] * len(messages)
-        if len(records) != len(messages):
-            raise UsageError(
-                f"saved conversation is inconsistent: {len(messages)} messages but "
-                f"{len(records)} records"
-            )
+        """Rebuild a conversation written by :meth:`to_json` (an older one too)."""
         conversation = cls()
-        for message, record in zip(messages, records, strict=True):
-            conversation._append(
-                plain_copy(message), None if record is None else TurnRecord.from_json(record)
-            )
+        for message, record in saved_turns(data, _FORMAT, _VERSION):
+            conversation._append(plain_copy(message), record)
         pending = data.get("pending_generation")
         if pending is not None:
             conversation._pending = GenerationRecord.from_json(pending)
+        budget = data.get("budget")
+        if budget is not None:
+            conversation._budget = Budget.from_json(budget)
         return conversation
 
     def dumps(self, **options: Any) -> str:

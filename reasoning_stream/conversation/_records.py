@@ -1,25 +1,36 @@
 """What a conversation keeps beside its messages: a record per turn, and the run under way.
 
 A :class:`TurnRecord` holds what a provider handed over beside an assistant turn's visible text
-(opaque states, the response id, how it finished), scoped to the provider, model and endpoint
-that made it. A :class:`GenerationRecord` is the run being generated, persisted so a crash or a
-cancellation leaves a trace. Both round-trip through JSON, bytes payloads included.
+(opaque states, the response id, how it finished, its token usage and price), scoped to the
+provider, model and endpoint that made it; :func:`ledger_entries` reads the usage back as one
+:class:`LedgerEntry` per model call. A :class:`GenerationRecord` is the run being generated,
+persisted so a crash or a cancellation leaves a trace. Both round-trip through JSON, bytes
+payloads included.
 """
 
 from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any, Literal, Self, TypeAlias, get_args
 
 from .._capture import PipeResult, Status
-from .._events import ReasoningState
+from .._events import ReasoningState, Usage
 from .._exceptions import UsageError
 from ._scope import record_refusal
 
-__all__ = ["GenerationRecord", "GenerationStatus", "TurnRecord", "plain_copy"]
+__all__ = [
+    "GenerationRecord",
+    "GenerationStatus",
+    "LedgerEntry",
+    "TurnRecord",
+    "ledger_entries",
+    "plain_copy",
+    "saved_turns",
+]
 
 GenerationStatus: TypeAlias = Literal[
     "in_progress",
@@ -46,6 +57,9 @@ class TurnRecord:
     whose reasoning was edited away. ``envelope_problem`` is set on a turn rebuilt from a
     client's history whose sealed envelope did not open (tampered, foreign key, missing): why,
     in words; preflight reports it as ``envelope_invalid`` and the turn goes back as plain text.
+    whose reasoning was edited away. ``usage`` and ``cost`` are what the run reported and what
+    it cost in USD when it was added (``None``: a record written before they were kept, or
+    a price ``genai-prices`` does not know); ``Conversation.ledger()`` reads them.
     """
 
     provider: str | None
@@ -57,6 +71,8 @@ class TurnRecord:
     finish_reason: str | None = None
     reasoned: bool | None = None
     envelope_problem: str | None = None
+    usage: Usage | None = None
+    cost: Decimal | None = None
 
     @classmethod
     def from_result(cls, result: PipeResult) -> TurnRecord:
@@ -70,6 +86,9 @@ class TurnRecord:
             status=result.status,
             finish_reason=result.finish_reason,
             reasoned=bool(result.model_reasoning),
+            usage=result.usage,
+            # Priced now: a later change of the price table does not rewrite what was spent.
+            cost=result.cost,
         )
 
     def made_by(self, pipe: object) -> bool:
@@ -90,6 +109,9 @@ class TurnRecord:
             "status": self.status,
             "finish_reason": self.finish_reason,
             "reasoned": self.reasoned,
+            "usage": None if self.usage is None else _usage_to_json(self.usage),
+            # A string keeps the Decimal exact through JSON.
+            "cost": None if self.cost is None else str(self.cost),
         }
         if self.envelope_problem is not None:
             data["envelope_problem"] = self.envelope_problem
@@ -108,7 +130,127 @@ class TurnRecord:
             finish_reason=data.get("finish_reason"),
             reasoned=data.get("reasoned"),
             envelope_problem=data.get("envelope_problem"),
+            usage=_usage_from_json(data.get("usage")),
+            cost=_decimal_from_json(data.get("cost"), "cost"),
         )
+
+
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
+
+
+def _usage_to_json(usage: Usage) -> dict[str, int]:
+    return {name: value for name in _USAGE_FIELDS if (value := getattr(usage, name)) is not None}
+
+
+def _usage_from_json(data: Any) -> Usage | None:
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise UsageError(f"a saved turn's usage is a JSON object of token counts, got {data!r}")
+    counts: dict[str, int | None] = {}
+    for name in _USAGE_FIELDS:
+        value = data.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise UsageError(f"a saved turn's usage {name} is a token count, got {value!r}")
+        counts[name] = value
+    return Usage(**counts)
+
+
+def _decimal_from_json(value: Any, what: str) -> Decimal | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"a saved {what} is a decimal string such as '0.0012', got {value!r}")
+    try:
+        return Decimal(value)
+    except ArithmeticError as error:
+        raise UsageError(f"a saved {what} is not a decimal number: {value!r}") from error
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """What one model call of a conversation used and cost (``Conversation.ledger()``).
+
+    ``turn`` counts the user messages answered, from 0 (the runs answering one user message
+    are one turn); ``step`` is the model call's place in that turn's tool loop, 0 for a plain
+    answer. Token counts are the provider's as :class:`~reasoning_stream.Usage` means them:
+    ``output_tokens`` includes ``reasoning_tokens`` (thoughts reported apart are added in), and
+    ``cached_tokens`` is the part of ``input_tokens`` read from the prompt cache. ``None``:
+    not reported. ``cost`` is in USD from ``genai-prices``, ``None`` when unknown.
+    """
+
+    turn: int
+    step: int
+    model: str | None
+    input_tokens: int | None
+    cached_tokens: int | None
+    output_tokens: int | None
+    reasoning_tokens: int | None
+    cost: Decimal | None
+
+
+def ledger_entries(
+    messages: Sequence[Mapping[str, Any]], records: Sequence[TurnRecord | None]
+) -> list[LedgerEntry]:
+    """One :class:`LedgerEntry` per assistant turn whose record kept its usage, in order."""
+    entries: list[LedgerEntry] = []
+    users = 0
+    step = 0
+    for message, record in zip(messages, records, strict=True):
+        role = message.get("role")
+        if role == "user":
+            users += 1
+            step = 0
+            continue
+        if role != "assistant":
+            continue
+        if record is not None and record.usage is not None:
+            usage = record.usage
+            entries.append(
+                LedgerEntry(
+                    turn=max(users - 1, 0),
+                    step=step,
+                    model=record.model,
+                    input_tokens=usage.input_tokens,
+                    cached_tokens=usage.cache_read_tokens,
+                    output_tokens=usage.output_tokens,
+                    reasoning_tokens=usage.reasoning_tokens,
+                    cost=record.cost,
+                )
+            )
+        step += 1
+    return entries
+
+
+def saved_turns(
+    data: Mapping[str, Any], format: str, version: int
+) -> list[tuple[Mapping[str, Any], TurnRecord | None]]:
+    """The messages and records of a saved conversation, checked: ``UsageError`` names what
+    is wrong (another format, another version, a record count that is not the message count)."""
+    if data.get("format", format) != format:
+        raise UsageError(f"not a saved conversation (format {data.get('format')!r})")
+    found = data.get("version", version)
+    if found != version:
+        raise UsageError(f"saved conversation has version {found}; this library reads {version}")
+    messages: Sequence[Mapping[str, Any]] = data.get("messages", ())
+    records: Sequence[Mapping[str, Any] | None] | None = data.get("records")
+    if records is None:
+        records = [None] * len(messages)
+    if len(records) != len(messages):
+        raise UsageError(
+            f"saved conversation is inconsistent: {len(messages)} messages but "
+            f"{len(records)} records"
+        )
+    return [
+        (message, None if record is None else TurnRecord.from_json(record))
+        for message, record in zip(messages, records, strict=True)
+    ]
 
 
 def _persistable(states: Iterable[ReasoningState]) -> tuple[ReasoningState, ...]:

@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, overload
 
 import anyio
 import anyio.to_thread
@@ -30,6 +30,8 @@ from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
 from .._stream import ReasoningStream
 from .._unicode import is_clean
+from ..conversation._tool_loop import ToolLoopResult
+from ..conversation._tool_runnable import ToolLoop
 from ._stop import STOP_GRACE, THREADS, RunControl, Stopped
 
 if TYPE_CHECKING:
@@ -47,8 +49,11 @@ __all__ = [
     "StreamNotFoundError",
 ]
 
-Runnable: TypeAlias = Pipe | Pipeline
-"""What a hub runs: one pipe, or a pipeline (one channel for all its pipes)."""
+Runnable: TypeAlias = Pipe | Pipeline | ToolLoop
+"""What a hub runs: one pipe, a pipeline (one channel for all its pipes), or a pipe's tool
+loop (``ToolLoop``: every step, tool calls and results, one stream)."""
+Result: TypeAlias = PipeResult | PipelineResult | ToolLoopResult
+"""What a run returns: its pipe's, its pipeline's or its tool loop's result."""
 
 logger = logging.getLogger("reasoning_stream.hub")
 
@@ -274,12 +279,13 @@ class Hub:
     def run(self, stream_id: str, runnable: Pipe, prompt: Prompt) -> PipeResult: ...
     @overload
     def run(self, stream_id: str, runnable: Pipeline, prompt: Prompt) -> PipelineResult: ...
-    def run(
-        self, stream_id: str, runnable: Runnable, prompt: Prompt
-    ) -> PipeResult | PipelineResult:
-        """Run a pipe or pipeline synchronously, publishing its channel as ``stream_id``.
+    @overload
+    def run(self, stream_id: str, runnable: ToolLoop, prompt: Any) -> ToolLoopResult: ...
+    def run(self, stream_id: str, runnable: Runnable, prompt: Any) -> Result:
+        """Run a pipe, a pipeline or a tool loop synchronously, publishing it as ``stream_id``.
 
-        Returns the run's result (a ``PipeResult``, or a ``PipelineResult`` for a pipeline).
+        Returns the run's result (a ``PipeResult``, a ``PipelineResult`` for a pipeline, a
+        ``ToolLoopResult`` for a :class:`~reasoning_stream.conversation.ToolLoop`).
         Raises :class:`StreamExistsError` (a ``UsageError``) when ``stream_id`` is taken; the
         run's own errors come through unchanged after the final entry is written; when the run
         succeeded but the hub could not publish everything, :class:`PublishError` carries the
@@ -328,15 +334,24 @@ class Hub:
         *,
         task_status: TaskStatus[None] = ...,
     ) -> PipelineResult: ...
+    @overload
+    async def arun(
+        self,
+        stream_id: str,
+        runnable: ToolLoop,
+        prompt: Any,
+        *,
+        task_status: TaskStatus[None] = ...,
+    ) -> ToolLoopResult: ...
     async def arun(
         self,
         stream_id: str,
         runnable: Runnable,
-        prompt: Prompt,
+        prompt: Any,
         *,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> PipeResult | PipelineResult:
-        """Run a pipe or pipeline on the running event loop (asyncio or trio), publishing it.
+    ) -> Result:
+        """Run a pipe, pipeline or tool loop on the running event loop (asyncio or trio).
 
         As :meth:`run`. A cancelled run still writes its final entry (with the cancelled
         status) before the cancellation goes on. ``task_status.started()`` is called once
@@ -354,7 +369,7 @@ class Hub:
             try:
                 with anyio.CancelScope() as scope:
                     control.bind_scope(scope)
-                    result: PipeResult | PipelineResult = await runnable.arun(prompt)
+                    result: Result = await runnable.arun(prompt)
                 if scope.cancelled_caught:
                     result = _stopped_result(runnable, sink, before)
             except BaseException as error:
@@ -371,7 +386,7 @@ class Hub:
                 raise
             attachment.detach()
             envelope = self._envelope(result)
-            return _conclude(await self._afinish(sink, result.status, None, envelope), result)
+            return _conclude(await self._afinish(sink, _final(result), None, envelope), result)
 
 
 class _Worker:
@@ -379,9 +394,9 @@ class _Worker:
     waits; sets ``control.wake`` when it ends."""
 
     def __init__(
-        self, runnable: Runnable, prompt: Prompt, attachment: _Attachment, control: RunControl
+        self, runnable: Runnable, prompt: Any, attachment: _Attachment, control: RunControl
     ) -> None:
-        self.result: PipeResult | PipelineResult | None = None
+        self.result: Result | None = None
         self.error: BaseException | None = None
         self.done = threading.Event()
         self._attachment = attachment
@@ -391,7 +406,7 @@ class _Worker:
         context = contextvars.copy_context()
         THREADS.start(lambda: context.run(self._run, runnable, prompt))
 
-    def _run(self, runnable: Runnable, prompt: Prompt) -> None:
+    def _run(self, runnable: Runnable, prompt: Any) -> None:
         try:
             self.result = runnable.run(prompt)
         except BaseException as error:
@@ -418,7 +433,7 @@ def _settle(
     sink: _Sink,
     control: RunControl,
     seal: Callable[[object], str | None],
-) -> PipeResult | PipelineResult:
+) -> Result:
     """Write a sync run's final entry from how its worker ended (or was left behind)."""
     if not worker.done.is_set() and not worker.abandon():
         # The model is silent: end its stream here and leave its thread behind.
@@ -434,10 +449,10 @@ def _settle(
         raise error
     if error is not None:
         stopped = _stopped_result(runnable, sink, before)
-        return _conclude(sink.finish(stopped.status, None, seal(stopped)), stopped)
+        return _conclude(sink.finish(_final(stopped), None, seal(stopped)), stopped)
     assert worker.result is not None
     result = worker.result
-    return _conclude(sink.finish(result.status, None, seal(result)), result)
+    return _conclude(sink.finish(_final(result), None, seal(result)), result)
 
 
 def _end_silent(runnable: Runnable, control: RunControl) -> None:
@@ -446,7 +461,9 @@ def _end_silent(runnable: Runnable, control: RunControl) -> None:
     the run's callbacks (into the stream) and its capture (into the result). Its own thread
     is blocked in the model's silence meanwhile; what it does after that goes nowhere."""
     control.raised = True  # the closing chunks pass the gate
-    pipes = runnable.pipes if isinstance(runnable, Pipeline) else (runnable,)
+    if isinstance(runnable, ToolLoop):
+        runnable.stop()  # the loop left behind must not call the model again
+    pipes = runnable.pipes if isinstance(runnable, Pipeline | ToolLoop) else (runnable,)
     for pipe in pipes:
         channel = pipe._channel
         if channel is not pipe._idle:
@@ -467,13 +484,13 @@ def _cancelled(sink: _Sink) -> Status:
     return "cancelled_after_partial_answer" if sink.saw_text else "cancelled_before_answer"
 
 
-def _stopped_result(
-    runnable: Runnable, sink: _Sink, before: object = None
-) -> PipeResult | PipelineResult:
+def _stopped_result(runnable: Runnable, sink: _Sink, before: object = None) -> Result:
     """The result of a stopped run: the one it recorded, else what the hub saw of it."""
     last = runnable.last_result
     if last is not None and last is not before and last.status.startswith("cancelled"):
         return last
+    if isinstance(runnable, ToolLoop):  # its completed steps, as far as they went
+        return ToolLoopResult(tuple(runnable.steps), _cancelled(sink))
     capture = getattr(runnable, "_capture", None)
     if isinstance(runnable, Pipe) and capture is not None:
         # A copy, its open segment closed: the silent run's thread still holds the original.
@@ -547,7 +564,7 @@ def _status_after(runnable: Runnable, before: object, error: BaseException, sink
         return captured.status
     last = runnable.last_result
     if last is not None and last is not before:
-        return last.status
+        return _final(last)
     if isinstance(error, Exception):
         return "error"
     return "cancelled_after_partial_answer" if sink.saw_text else "cancelled_before_answer"
@@ -558,12 +575,18 @@ def _note_failure(error: BaseException, failure: _Failure | None) -> None:
         error.add_note(f"reasoning_stream.hub: {failure.message}")
 
 
-def _conclude(
-    failure: _Failure | None, result: PipeResult | PipelineResult
-) -> PipeResult | PipelineResult:
+def _final(result: Result) -> Status:
+    """The status a run's final entry holds: a tool loop's own (``"max_steps"``, ...) too."""
+    return cast(Status, result.status)
+
+
+def _conclude(failure: _Failure | None, result: Result) -> Result:
     if failure is None:
         return result
     error = PublishError(failure.message, unpublished=failure.unpublished)
-    error.result = result if isinstance(result, PipeResult) else result.results[-1]
+    if isinstance(result, ToolLoopResult):
+        error.result = result.result
+    else:
+        error.result = result if isinstance(result, PipeResult) else result.results[-1]
     error.pipeline_result = result if isinstance(result, PipelineResult) else None  # type: ignore[attr-defined]
     raise error

@@ -15,6 +15,7 @@ from .._events import (
     ReasoningStart,
     TextDelta,
     ToolCall,
+    ToolResult,
     Usage,
     UsageReport,
 )
@@ -59,6 +60,14 @@ def event_to_dict(event: Event) -> dict[str, Any]:
         data["reason"] = event.reason
     elif isinstance(event, ToolCall):
         data.update(id=event.id, name=event.name, arguments=event.arguments)
+    elif isinstance(event, ToolResult):
+        data.update(
+            id=event.id,
+            name=event.name,
+            content=event.content,
+            is_error=event.is_error,
+            duration=event.duration,
+        )
     elif isinstance(event, UsageReport):
         usage = event.usage
         data["usage"] = {
@@ -98,6 +107,15 @@ def event_from_dict(data: dict[str, Any]) -> Event:
         return Finish(data["reason"], source=source)
     if kind == "tool_call":
         return ToolCall(data["id"], data["name"], data["arguments"], source=source)
+    if kind == "tool_result":
+        return ToolResult(
+            data["id"],
+            data["name"],
+            data["content"],
+            is_error=data["is_error"],
+            duration=data["duration"],
+            source=source,
+        )
     if kind == "usage":
         return UsageReport(Usage(**data["usage"]), source=source)
     if kind == "reasoning_hidden":

@@ -26,7 +26,7 @@ low/medium/high, passback within the tool loop, no cross-model reading, no bindi
 
 from __future__ import annotations
 
-from ._model import DISPLAYS, FIELDS, LEVELS, PASSBACK, THINKING, Inline, ModelProfile
+from ._model import CONTROLS, DISPLAYS, FIELDS, LEVELS, PASSBACK, THINKING, Inline, ModelProfile
 from ._registry import (
     ENV,
     ProfileRow,
@@ -42,6 +42,7 @@ from ._registry import (
 from ._registry import load_environment as _load_environment
 
 __all__ = [
+    "CONTROLS",
     "DISPLAYS",
     "ENV",
     "FIELDS",

@@ -12,6 +12,7 @@ from ._ids import candidates, matches
 
 __all__ = [
     "BINDINGS",
+    "CONTROLS",
     "DISPLAYS",
     "FIELDS",
     "LEVELS",
@@ -36,6 +37,27 @@ DISPLAYS: tuple[str, ...] = ("full", "summarized", "omitted")
 """How much of the reasoning a provider shows: all of it, a summary, or nothing."""
 PASSBACK: tuple[str, ...] = ("always", "tool_loop", "never")
 """Which earlier turns' reasoning goes back: every turn's, the current tool loop's, none."""
+CONTROLS: tuple[str, ...] = (
+    "budget_tokens",
+    "adaptive",
+    "adaptive_only",
+    "thinking_budget",
+    "thinking_level",
+    "reasoning_effort",
+    "reasoning_config",
+    "thinking_type",
+    "chat_template_kwargs",
+    "enable_thinking",
+)
+"""How a model's reasoning is asked for on the wire, when its provider has more than one way
+(``None``: the provider's usual field). Claude: ``budget_tokens`` (token budgets),
+``adaptive`` (adaptive thinking with an effort level; budgets still accepted),
+``adaptive_only`` (adaptive thinking only). Gemini: ``thinking_budget``, ``thinking_level``.
+Chat-style APIs: ``reasoning_effort``; ``thinking_type`` (``thinking: {type: enabled |
+disabled}``, with ``reasoning_effort`` where levels are documented); ``chat_template_kwargs``
+(vLLM and SGLang's ``chat_template_kwargs.enable_thinking``); ``enable_thinking`` (a top-level
+switch, as on DashScope). Bedrock Nova: ``reasoning_config``. A provider reads the controls its
+wire has and ignores the others."""
 BINDINGS: tuple[str, ...] = ("account", "prefix")
 """Extra scopes of opaque state: the account that made it; the unchanged request prefix."""
 PASSBACK_DETAILS: tuple[str, ...] = (
@@ -82,6 +104,9 @@ class ModelProfile:
     reads_from: tuple[str, ...] = ()
     binding: tuple[str, ...] = ()
     inline: Inline = field(default_factory=Inline)
+    control: str | None = None
+    budget_range: tuple[int, int] | None = None
+    """The documented thinking-budget range in tokens, ``(least, most)``, where it is bounded."""
     sources: tuple[tuple[str, str], ...] = ()
     note: str = ""
     pattern: str | None = None
@@ -115,6 +140,23 @@ class ModelProfile:
         wanted = LEVELS.index(level)
         return min(self.efforts, key=lambda e: (abs(LEVELS.index(e) - wanted), LEVELS.index(e)))
 
+    def nearest_display(self, display: str) -> str | None:
+        """The documented display closest to ``display`` (``full`` > ``summarized`` >
+        ``omitted``); on a tie the one that shows more wins. ``None`` when the model documents
+        no displays.
+
+        >>> ModelProfile(displays=("summarized", "omitted")).nearest_display("full")
+        'summarized'
+        """
+        if display not in DISPLAYS:
+            raise UsageError(f"reasoning_display {display!r} is none of {', '.join(DISPLAYS)}")
+        if not self.displays:
+            return None
+        wanted = DISPLAYS.index(display)
+        return min(
+            self.displays, key=lambda d: (abs(DISPLAYS.index(d) - wanted), DISPLAYS.index(d))
+        )
+
 
 FIELDS: tuple[str, ...] = (
     "thinking",
@@ -126,6 +168,8 @@ FIELDS: tuple[str, ...] = (
     "reads_from",
     "binding",
     "inline",
+    "control",
+    "budget_range",
     "sources",
     "note",
 )
@@ -204,6 +248,19 @@ def _sources(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _budget_range(value: Any, where: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and 0 < value[0] <= value[1]
+    ):
+        return (value[0], value[1])
+    raise UsageError(f"{where}: budget_range takes [least, most] token counts, not {value!r}")
+
+
 def with_fields(base: ModelProfile, fields: Mapping[str, Any], where: str) -> ModelProfile:
     """``base`` with ``fields`` checked and applied; a bad name or value raises a
     :class:`UsageError` that says what ``where`` must fix."""
@@ -235,6 +292,10 @@ def with_fields(base: ModelProfile, fields: Mapping[str, Any], where: str) -> Mo
             changes[name] = _inline(value, where)
         elif name == "sources":
             changes[name] = _sources(value, where)
+        elif name == "control":
+            changes[name] = None if value is None else _one(value, name, CONTROLS, where)
+        elif name == "budget_range":
+            changes[name] = _budget_range(value, where)
         elif not isinstance(value, str):
             raise UsageError(f"{where}: note takes a string, not {value!r}")
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypedDict
 from urllib.parse import urlsplit
@@ -22,10 +22,11 @@ from .._callbacks import CallbackErrorHandler
 from .._capture import PipeResult
 from .._effort import (
     Reasoning,
+    ReasoningDisplay,
     ReasoningPlan,
+    check_display,
     check_reasoning,
     lower_plan,
-    merge_params,
     plan_reasoning,
     validate_reasoning,
 )
@@ -33,6 +34,7 @@ from .._events import ACCOUNT_KEY, PREFIX_KEY
 from .._exceptions import ProviderError, UsageError
 from .._messages import strip_inert_keys
 from .._pipe import Prompt
+from .._tools import Tool, ToolChoice, ToolLike, check_tool_choice, to_tools
 from .._turns import HistoryTurn
 from ..conversation._history import history_turns
 from ..conversation._scope import account_fingerprint, prefix_digest
@@ -59,7 +61,14 @@ class PipeOptions(TypedDict, total=False):
     on_callback_error: CallbackErrorHandler | None
     stream_model_reasoning: bool
     reasoning: Reasoning
+    reasoning_display: ReasoningDisplay
     stream: bool
+    tools: Iterable[ToolLike] | None
+    tool_choice: ToolChoice | None
+    temperature: float | None
+    top_p: float | None
+    max_tokens: int | None
+    stop: str | Sequence[str] | None
 
 
 class EndpointOptions(PipeOptions, total=False):
@@ -96,17 +105,37 @@ class ProviderPipe(Driver, metaclass=_Validated):
         extra_body: extra JSON fields merged into the request body.
         timeout: seconds to wait for the server (connect and between reads).
         reasoning: one reasoning-effort knob: ``None`` (the provider's default), ``False``,
-            ``True``, ``"low"``, ``"medium"``, ``"high"`` or a token budget (``int``), mapped
-            to the provider's native parameters (see :meth:`reasoning_plan`).
+            ``True``, a level (``"none"``, ``"minimal"``, ``"low"``, ``"medium"``, ``"high"``,
+            ``"xhigh"``, ``"max"``) or a token budget (``int``), mapped to the provider's
+            native parameters by the model's profile (see :meth:`reasoning_plan`); a level the
+            model does not document becomes the nearest one it does, with a warning.
+        reasoning_display: how much of the reasoning the provider shows: ``"full"``,
+            ``"summarized"``, ``"omitted"``, or ``None`` (the provider's default), planned per
+            provider (Anthropic ``thinking.display``, Responses ``reasoning.summary``, Gemini
+            ``includeThoughts``, OpenRouter ``reasoning.exclude``); a display the model does
+            not document becomes the nearest one it does, with a warning.
         stream: ``True`` (the default) streams the answer; ``False`` makes one
             non-streaming request the way the provider documents it, and gives the same
             ``PipeResult`` and the same channel (one chunk per reasoning or text part).
+        tools: the tools the model may call: :class:`~reasoning_stream.Tool` objects,
+            ``@tool``-decorated functions, or dicts in the OpenAI function shape; each is
+            sent in the API's own tool shape.
+        tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool's name (the model
+            must call that one); ``None`` sends nothing (the API's default).
+        temperature, top_p: sampling settings, sent in the API's own fields; ``None`` sends
+            nothing.
+        max_tokens: the output limit, in the API's own field (``None``: the pipe's default,
+            which is no limit except where the API requires one).
+        stop: a stop sequence or a list of them (``UsageError`` where the API has none).
         account: a label naming the account the pipe runs under, for models whose opaque
             state is bound to an account (profile ``binding`` ``"account"``): such state goes
             back only to a pipe with the same :attr:`account`. Without a label the account
             is named by a fingerprint of the API key (never the key); a pipe that sees no
             key (a boto3 client, Ollama) is the unnamed account.
     """
+
+    supports_stop: ClassVar[bool] = True
+    """Whether the API takes stop sequences (``stop=`` is refused where it does not)."""
 
     provider: str | None = None
     client_methods: ClassVar[tuple[str, ...]] = ()
@@ -129,16 +158,42 @@ class ProviderPipe(Driver, metaclass=_Validated):
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
         reasoning: Reasoning = None,
+        reasoning_display: ReasoningDisplay = None,
         stream: bool = True,
+        tools: Iterable[ToolLike] | None = None,
+        tool_choice: ToolChoice | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        max_tokens: int | None = None,
+        stop: str | Sequence[str] | None = None,
         account: str | None = None,
     ) -> None:
         _check_model(type(self).__name__, model)
         if account is not None and (not isinstance(account, str) or not account.strip()):
             raise UsageError(f"account= takes a label such as 'team-a', got {account!r}")
+        self.tools: tuple[Tool, ...] = to_tools(tools)
+        """The tools the model may call, as :class:`~reasoning_stream.Tool` objects."""
+        check_tool_choice(tool_choice, self.tools)
+        self.tool_choice: ToolChoice | None = tool_choice
+        """``"auto"``, ``"required"``, ``"none"``, a tool's name, or ``None`` (not sent)."""
+        self.temperature: float | None = _number("temperature", temperature, 0.0, None)
+        self.top_p: float | None = _number("top_p", top_p, 0.0, 1.0)
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise UsageError(f"max_tokens must be a positive number of tokens, got {max_tokens!r}")
+        self.max_tokens: int | None = max_tokens
+        self.stop: tuple[str, ...] | None = _stop_sequences(type(self), stop)
+        """The stop sequences (``stop="x"`` is ``("x",)``), or ``None``."""
         validate_reasoning(reasoning)
+        try:
+            check_display(reasoning_display)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         if not isinstance(stream, bool):
             raise UsageError(f"stream must be True or False, got {stream!r}")
         self.reasoning: Reasoning = reasoning
+        self.reasoning_display: ReasoningDisplay = reasoning_display
         self.stream: bool = stream
         """``False``: one non-streaming request per run (see :meth:`create_response`)."""
         super().__init__(
@@ -178,12 +233,16 @@ class ProviderPipe(Driver, metaclass=_Validated):
         checks by extending this method.
         """
         self._validate_client()
-        if self.reasoning is not None and self.provider is not None:
+        if self.provider is not None and (
+            self.reasoning is not None or self.reasoning_display is not None
+        ):
             check_reasoning(
                 self.provider,
                 self.reasoning_model_id(),
                 self.reasoning,
                 max_tokens=self.reasoning_max_tokens(),
+                base_url=self.api_url(),
+                display=self.reasoning_display,
             )
 
     def _validate_client(self) -> None:
@@ -238,6 +297,8 @@ class ProviderPipe(Driver, metaclass=_Validated):
             self.reasoning_model_id(),
             self.reasoning,
             max_tokens=self.reasoning_max_tokens(),
+            base_url=self.api_url(),
+            display=self.reasoning_display,
         )
 
     def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
@@ -253,7 +314,9 @@ class ProviderPipe(Driver, metaclass=_Validated):
     # ---------------------------------------------------------------------------- effort
 
     def reasoning_plan(self) -> ReasoningPlan:
-        """The native parameters (and warnings) ``reasoning=`` becomes for this provider and model.
+        """The native parameters (and warnings) ``reasoning=`` and ``reasoning_display=``
+        become for this provider and model, read from the model's profile at this pipe's API
+        root (``plan.params`` are merged into the request, ``plan.drops`` removed from it).
 
         Nothing is called: this shows what the next request will carry.
         """
@@ -262,6 +325,8 @@ class ProviderPipe(Driver, metaclass=_Validated):
             self.reasoning_model_id(),
             self.reasoning,
             max_tokens=self.reasoning_max_tokens(),
+            base_url=self.api_url(),
+            display=self.reasoning_display,
         )
 
     def reasoning_model_id(self) -> str:
@@ -274,10 +339,39 @@ class ProviderPipe(Driver, metaclass=_Validated):
         return value if isinstance(value, int) else None
 
     def with_reasoning(self, request: dict[str, Any]) -> dict[str, Any]:
-        """``request`` with the effort plan's parameters deep-merged in (before ``extra_body``)."""
-        if self.reasoning is None:
+        """``request`` with the effort plan's parameters deep-merged in and its drops removed
+        (before ``extra_body``)."""
+        if self.reasoning is None and self.reasoning_display is None:
             return request
-        return merge_params(request, self.reasoning_plan().params)
+        return self.reasoning_plan().apply(request)
+
+    # ----------------------------------------------------------------------- sampling
+
+    def sampling_fields(
+        self,
+        *,
+        temperature: str = "temperature",
+        top_p: str = "top_p",
+        max_tokens: str | None = "max_tokens",
+        stop: str | None = "stop",
+    ) -> dict[str, Any]:
+        """The sampling settings this pipe sets, under the API's own field names (a ``None``
+        name: the API takes that setting elsewhere); settings left unset are not sent.
+
+        >>> from reasoning_stream.providers import GeminiPipe
+        >>> GeminiPipe("m", temperature=0.2, stop="END").sampling_fields(stop="stopSequences")
+        {'temperature': 0.2, 'stopSequences': ['END']}
+        """
+        fields: dict[str, Any] = {}
+        for name, value in (
+            (temperature, self.temperature),
+            (top_p, self.top_p),
+            (max_tokens, self.max_tokens),
+            (stop, list(self.stop) if self.stop is not None else None),
+        ):
+            if name is not None and value is not None:
+                fields[name] = value
+        return fields
 
     # --------------------------------------------------------------------------- history
 
@@ -395,6 +489,35 @@ class ProviderPipe(Driver, metaclass=_Validated):
                 text=len(result.text),
             )
         return raised
+
+
+def _number(name: str, value: object, low: float, high: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{name} must be a number, got {value!r}")
+    if value < low or (high is not None and value > high):
+        span = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
+        raise UsageError(f"{name} must be {span}, got {value!r}")
+    return value
+
+
+def _stop_sequences(kind: type[ProviderPipe], stop: object) -> tuple[str, ...] | None:
+    if stop is None:
+        return None
+    if not kind.supports_stop:
+        raise UsageError(
+            f"{kind.__name__} cannot take stop=: the provider's API has no stop sequences; "
+            "leave stop unset"
+        )
+    sequences = (stop,) if isinstance(stop, str) else stop
+    if not isinstance(sequences, Sequence) or not all(
+        isinstance(item, str) and item for item in sequences
+    ):
+        raise UsageError(f"stop must be a non-empty str or a list of them, got {stop!r}")
+    if not sequences:
+        raise UsageError("stop=[] stops on nothing; leave stop unset instead")
+    return tuple(sequences)
 
 
 def _check_model(pipe: str, model: object) -> None:

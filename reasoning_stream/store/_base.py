@@ -25,7 +25,9 @@ from .._exceptions import (
     UsageError,
 )
 from ..conversation import Conversation, GenerationRecord
+from ..conversation._tool_loop import DEFAULT_MAX_STEPS, ToolLoopResult, adrive, drive
 from ._run import arun_with_store, run_with_store
+from ._run_tools import StoredSteps
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -304,6 +306,37 @@ class ConversationStore(ABC):
         """:meth:`run` through ``pipe.arun``; store calls run in a worker thread."""
         answer, _ = await self._arun_with(conversation_id, pipe, None, repair=repair)
         return answer
+
+    def run_tools(
+        self,
+        conversation_id: str,
+        pipe: Any,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        tools: Any = None,
+        repair: bool = False,
+    ) -> ToolLoopResult:
+        """``Conversation.run_tools`` on the stored conversation, each step saved as it completes.
+
+        Every step is a :meth:`run` (pending record first, answer appended after it); the
+        results of its tool calls are appended in call order once they are all in. A crash or
+        a cancellation mid-loop leaves every completed step stored.
+        """
+        steps = StoredSteps(self, self, check_id(conversation_id), repair=repair)
+        return drive(steps, pipe, max_steps=max_steps, tools=tools)
+
+    async def arun_tools(
+        self,
+        conversation_id: str,
+        pipe: Any,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        tools: Any = None,
+        repair: bool = False,
+    ) -> ToolLoopResult:
+        """:meth:`run_tools` on the event loop (asyncio or trio); store calls in a thread."""
+        steps = StoredSteps(self, self, check_id(conversation_id), repair=repair)
+        return await adrive(steps, pipe, max_steps=max_steps, tools=tools)
 
     def _run_with(
         self, conversation_id: object, pipe: Any, local: Conversation | None, *, repair: bool

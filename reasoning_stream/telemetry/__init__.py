@@ -14,7 +14,8 @@ Conventions followed: the OpenTelemetry GenAI semantic conventions as published 
 semantic-conventions v1.41 (the ``opentelemetry-semantic-conventions`` 0.66b2 registry) and
 carried on in the ``semantic-conventions-genai`` repository; see :data:`SEMCONV_VERSION`.
 Where they name nothing for what this library measures (time to first reasoning, reasoning
-duration, segments, our status), the attribute lives under ``reasoning_stream.*``.
+duration, segments, our status, the requested reasoning effort), the attribute lives under
+``reasoning_stream.*``.
 
 What is exported is decided by ``capture_content``:
 
@@ -75,6 +76,8 @@ from ._semconv import (
     REASONING_SEGMENTS as REASONING_SEGMENTS,
     REASONING_TOKENS as REASONING_TOKENS,
     REQUEST_MODEL as REQUEST_MODEL,
+    REQUEST_REASONING_BUDGET as REQUEST_REASONING_BUDGET,
+    REQUEST_REASONING_LEVEL as REQUEST_REASONING_LEVEL,
     REQUEST_STREAM as REQUEST_STREAM,
     RESPONSE_ID as RESPONSE_ID,
     RESPONSE_MODEL as RESPONSE_MODEL,
@@ -86,6 +89,7 @@ from ._semconv import (
     STATUS as STATUS,
     SYSTEM_INSTRUCTIONS as SYSTEM_INSTRUCTIONS,
     TEXT_LENGTH as TEXT_LENGTH,
+    TIME_PER_OUTPUT_CHUNK_METRIC as TIME_PER_OUTPUT_CHUNK_METRIC,
     TIME_TO_FIRST_CHUNK as TIME_TO_FIRST_CHUNK,
     TIME_TO_FIRST_CHUNK_METRIC as TIME_TO_FIRST_CHUNK_METRIC,
     TIME_TO_FIRST_REASONING as TIME_TO_FIRST_REASONING,
@@ -120,6 +124,7 @@ def instrument(
     meter_provider: MeterProvider | None = None,
     capture_content: ContentCapture = "none",
     logger_provider: LoggerProvider | None = None,
+    time_per_output_chunk: bool = True,
 ) -> None:
     """Trace and measure every run of every pipe and pipeline from now on.
 
@@ -130,6 +135,9 @@ def instrument(
             Opaque reasoning state is never exported, whatever the level.
         logger_provider: where the ``gen_ai.client.operation.exception`` event of a failed
             run goes (default: the global one, ``set_logger_provider``).
+        time_per_output_chunk: record the conventions' ``time_per_output_chunk`` histogram on
+            streaming runs, one point per chunk after the first (default on). A point costs
+            the SDK's histogram record (several microseconds) per chunk: ``False`` saves it.
 
     Calling it again replaces the previous configuration. Raises ``UsageError`` with the install
     command when ``opentelemetry-api`` is missing.
@@ -149,7 +157,9 @@ def instrument(
     from opentelemetry._logs import get_logger
 
     events = get_logger(SCOPE_NAME, logger_provider=logger_provider)
-    observer = _Observer(tracer, _Instruments(meter), capture_content, events)
+    observer = _Observer(
+        tracer, _Instruments(meter), capture_content, events, per_chunk=time_per_output_chunk
+    )
     global _active
     with _lock:
         if _active is not None:

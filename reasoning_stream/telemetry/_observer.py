@@ -45,6 +45,8 @@ from ._semconv import (
     REASONING_SEGMENTS,
     REASONING_TOKENS,
     REQUEST_MODEL,
+    REQUEST_REASONING_BUDGET,
+    REQUEST_REASONING_LEVEL,
     REQUEST_SETTINGS,
     REQUEST_STREAM,
     RESPONSE_ID,
@@ -54,6 +56,7 @@ from ._semconv import (
     SERVER_ADDRESS,
     SERVER_PORT,
     STATUS,
+    TIME_PER_OUTPUT_CHUNK_METRIC,
     TIME_TO_FIRST_CHUNK,
     TIME_TO_FIRST_CHUNK_METRIC,
     TIME_TO_FIRST_REASONING,
@@ -92,6 +95,15 @@ class _Instruments:
             TIME_TO_FIRST_CHUNK_METRIC,
             "s",
             "Time from the request to the first chunk (reasoning or answer) of the response.",
+            SECONDS_BUCKETS,
+        )
+        self.per_chunk: Histogram = _histogram(
+            meter,
+            TIME_PER_OUTPUT_CHUNK_METRIC,
+            "s",
+            "Time per output chunk, recorded for each chunk received after the first one, "
+            "measured as the time elapsed from the end of the previous chunk to the end of the "
+            "current chunk.",
             SECONDS_BUCKETS,
         )
         self.reasoning: Histogram = _histogram(
@@ -188,10 +200,12 @@ class _Observer:
         instruments: _Instruments,
         capture: ContentCapture,
         events: Any = None,
+        per_chunk: bool = True,
     ):
         from opentelemetry import context, trace
 
         self.events = events
+        self.per_chunk = per_chunk
 
         self.tracer = tracer
         self.instruments = instruments
@@ -218,7 +232,13 @@ class _Observer:
                 shape.name, parent, kind=self._client_kind, attributes=shape.start
             )
         token = self._attach(self._in_context(span, parent))
-        return _Scope(self, span, token, prompt, shape, parent, _clock(), runner)
+        scope = _Scope(self, span, token, prompt, shape, parent, _clock(), runner)
+        if shape is not None:
+            # Read now: an exhaustion retry or a budget changes it only for the run's length.
+            scope.reasoning = getattr(runner, "reasoning", None)
+            if shape.streaming and self.per_chunk:
+                scope.chunk_intervals = []
+        return scope
 
     def _shape(self, pipe: Pipe) -> _Shape:
         """The span name and start attributes, cached per pipe identity (provider, model, ...)."""
@@ -235,7 +255,10 @@ class _Observer:
 class _Scope:
     """One run's span; ends it with the result's attributes and records the metrics."""
 
-    __slots__ = ("observer", "parent", "prompt", "runner", "shape", "span", "started", "token")
+    __slots__ = (
+        "chunk_intervals", "observer", "parent", "prompt", "reasoning", "runner", "shape", "span",
+        "started", "token",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -256,6 +279,9 @@ class _Scope:
         self.shape = shape
         self.parent = parent
         self.started = started
+        self.reasoning: object = None
+        # Filled by the pipe with the seconds between chunks (see ``_observers``): streaming only.
+        self.chunk_intervals: list[float] | None = None
 
     def run_finished(
         self, result: PipeResult | PipelineResult | None, error: BaseException | None
@@ -282,6 +308,7 @@ class _Scope:
                             span, result, error_type, self.prompt, observer.capture, shape, first,
                             getattr(self.runner, "request_settings", None),
                             _instructions(self.runner) if observer.capture == "full" else None,
+                            self.reasoning,
                         )  # fmt: skip
                     self._record(shape, result, error_type, duration, first)
                 if error_type is not None:
@@ -333,6 +360,10 @@ class _Scope:
             instruments.tokens.record(usage.output_tokens, outcome.output, parent)
         if first is not None:
             instruments.first_chunk.record(first, attributes, parent)
+        if self.chunk_intervals:
+            record = instruments.per_chunk.record
+            for interval in self.chunk_intervals:
+                record(interval, attributes, parent)
         if result.reasoning_segments:
             instruments.reasoning.record(result.timings.reasoning_duration, attributes, parent)
 
@@ -380,12 +411,17 @@ def _finish_pipe(
     first: float | None,
     settings: dict[str, int | float] | None = None,
     instructions: str | None = None,
+    reasoning: object = None,
 ) -> None:
     """Everything the run learned, as the span's attributes: one ``set_attributes`` call."""
     attributes: dict[str, Any] = {}
     if settings:
         for name, value in settings.items():
             attributes[REQUEST_SETTINGS[name]] = value
+    if isinstance(reasoning, str):
+        attributes[REQUEST_REASONING_LEVEL] = reasoning
+    elif isinstance(reasoning, int) and not isinstance(reasoning, bool):
+        attributes[REQUEST_REASONING_BUDGET] = reasoning
     if error_type is not None:
         attributes[ERROR_TYPE] = error_type
     if result is not None:

@@ -53,6 +53,8 @@ __all__ = [
     "REASONING_SEGMENTS",
     "REASONING_TOKENS",
     "REQUEST_MODEL",
+    "REQUEST_REASONING_BUDGET",
+    "REQUEST_REASONING_LEVEL",
     "REQUEST_SETTINGS",
     "REQUEST_STREAM",
     "RESPONSE_ID",
@@ -66,6 +68,7 @@ __all__ = [
     "STATUS",
     "SYSTEM_INSTRUCTIONS",
     "TEXT_LENGTH",
+    "TIME_PER_OUTPUT_CHUNK_METRIC",
     "TIME_TO_FIRST_CHUNK",
     "TIME_TO_FIRST_CHUNK_METRIC",
     "TIME_TO_FIRST_REASONING",
@@ -131,6 +134,11 @@ REASONING_SEGMENTS = "reasoning_stream.reasoning.segments"
 OPAQUE_STATES = "reasoning_stream.reasoning_state.count"
 TOOL_CALLS = "reasoning_stream.tool_calls"
 COST = "reasoning_stream.cost.usd"
+# The reasoning effort the request asked for. The conventions of v1.41 list no attribute for it
+# (their registry has ``gen_ai.usage.reasoning.output_tokens`` only, no request-side reasoning
+# attribute), so it is ours; it moves to the conventions' name once a release lists one.
+REQUEST_REASONING_LEVEL = "reasoning_stream.request.reasoning.level"
+REQUEST_REASONING_BUDGET = "reasoning_stream.request.reasoning.budget_tokens"
 PIPES = "reasoning_stream.pipeline.pipes"
 INPUT_LENGTH = "reasoning_stream.content.input.length"
 REASONING_LENGTH = "reasoning_stream.content.reasoning.length"
@@ -140,9 +148,11 @@ TEXT_LENGTH = "reasoning_stream.content.text.length"
 OPERATION_DURATION_METRIC = "gen_ai.client.operation.duration"
 TOKEN_USAGE_METRIC = "gen_ai.client.token.usage"
 TIME_TO_FIRST_CHUNK_METRIC = "gen_ai.client.operation.time_to_first_chunk"
+TIME_PER_OUTPUT_CHUNK_METRIC = "gen_ai.client.operation.time_per_output_chunk"
 REASONING_DURATION_METRIC = "reasoning_stream.reasoning.duration"
 
-# Bucket boundaries the conventions advise for durations (seconds) and token counts.
+# Bucket boundaries the conventions advise for durations (seconds; the same for the operation,
+# the first chunk and the time per output chunk) and token counts.
 SECONDS_BUCKETS: Final = (
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 )  # fmt: skip

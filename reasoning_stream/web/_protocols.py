@@ -19,6 +19,7 @@ from .._events import (
     ReasoningStart,
     TextDelta,
     ToolCall,
+    ToolResult,
     Usage,
     UsageReport,
 )
@@ -153,6 +154,11 @@ class _PartsTranslator:
                 out.append(self._text_delta(self._text, event.text))
         elif isinstance(event, ToolCall):
             out += self._tool_call(event)
+        elif isinstance(event, ToolResult):
+            # A tool's result is a message of its own: the model's next words start new parts.
+            self._close_reasoning(out)
+            self._close_text(out)
+            out.append(self._tool_result(event, entry.id))
         elif isinstance(event, UsageReport):
             self._usage = event.usage if self._usage is None else self._usage.merged(event.usage)
         elif isinstance(event, Finish):
@@ -216,6 +222,9 @@ class _PartsTranslator:
     def _tool_call(self, call: ToolCall) -> list[dict[str, Any]]:
         raise NotImplementedError
 
+    def _tool_result(self, result: ToolResult, entry_id: str) -> dict[str, Any]:
+        raise NotImplementedError
+
     def _ending(self, status: str, error: str | None) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -231,7 +240,9 @@ class AGUITranslator(_PartsTranslator):
     ``REASONING_MESSAGE_START``, ``REASONING_MESSAGE_CONTENT``..., ``REASONING_MESSAGE_END``,
     ``REASONING_END``; answer text is a ``TEXT_MESSAGE_START`` / ``CONTENT`` / ``END`` message
     (a new message after reasoning resumes or another pipe of a pipeline speaks); a tool call
-    is ``TOOL_CALL_START`` / ``ARGS`` / ``END``. The final entry closes what is open, then:
+    is ``TOOL_CALL_START`` / ``ARGS`` / ``END``, and a tool loop's result of it
+    ``TOOL_CALL_RESULT`` (``messageId`` ``tool-<entry id>``, ``content`` the text the model
+    read, an error result's reason included). The final entry closes what is open, then:
 
     - ``completed`` and ``length``: ``RUN_FINISHED`` with ``outcome: {"type": "success"}``
       (a length stop is a finished run whose answer was cut: ``result.status`` says
@@ -316,6 +327,16 @@ class AGUITranslator(_PartsTranslator):
         events.append({"type": "TOOL_CALL_END", "toolCallId": call.id})
         return events
 
+    def _tool_result(self, result: ToolResult, entry_id: str) -> dict[str, Any]:
+        # The tool message this result mints is named after its entry, as parts are.
+        return {
+            "type": "TOOL_CALL_RESULT",
+            "messageId": f"tool-{entry_id}",
+            "toolCallId": result.id,
+            "content": result.content,
+            "role": "tool",
+        }
+
     def _ending(self, status: str, error: str | None) -> dict[str, Any]:
         usage: list[dict[str, int]] = []
         if self._usage is not None:
@@ -355,7 +376,9 @@ class VercelUITranslator(_PartsTranslator):
     """``protocol=vercel-ui``: the AI SDK UI message stream, version 1.
 
     ``start``; per reasoning segment ``reasoning-start`` / ``-delta`` / ``-end``; answer text
-    as ``text-start`` / ``-delta`` / ``-end``; ``tool-input-available`` per tool call; then
+    as ``text-start`` / ``-delta`` / ``-end``; ``tool-input-available`` per tool call, and
+    ``tool-output-available`` (``output``: the text the model read) or ``tool-output-error``
+    (``errorText``: the reason) per tool loop result; then
     ``finish`` (``finishReason`` ``stop``, ``length``, ``tool-calls`` or ``other`` for a
     cancelled run, the status in ``messageMetadata``) or ``error`` (``errorText`` is why:
     ``Entry.error``, the run's error or the hub's word on a lost writer), and ``data: [DONE]``.
@@ -411,6 +434,16 @@ class VercelUITranslator(_PartsTranslator):
                 "input": _arguments(call.arguments),
             }
         ]
+
+    def _tool_result(self, result: ToolResult, entry_id: str) -> dict[str, Any]:
+        self._tool_calls = False  # answered: the run goes on to the model's next response
+        if result.is_error:
+            return {
+                "type": "tool-output-error",
+                "toolCallId": result.id,
+                "errorText": result.content,
+            }
+        return {"type": "tool-output-available", "toolCallId": result.id, "output": result.content}
 
     def _ending(self, status: str, error: str | None) -> dict[str, Any]:
         if status == "error":

@@ -46,7 +46,8 @@ def _internal(module: str) -> set[str]:
 # What each low module may import from the package: nothing above its own layer.
 BELOW_CORE = {
     "reasoning_stream._turns": {"reasoning_stream._events"},
-    "reasoning_stream._effort_planner": set(),
+    # The planners read the model profiles, which sit in the same layer (model knowledge).
+    "reasoning_stream._effort_planner": {"reasoning_stream.profiles"},
     "reasoning_stream.providers._spec": {
         "reasoning_stream._effort_planner",
         "reasoning_stream._turns",

@@ -509,10 +509,13 @@ def test_request_options_tools_and_extra_body() -> None:
         "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 1024},
         "temperature": 0.1,
     }
-    assert body["tools"] == [
-        {"functionDeclarations": [tool["function"]]},
-        {"googleSearch": {}},
-    ]
+    # The function's JSON Schema goes as parametersJsonSchema (JSON Schema as written).
+    declaration = {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parametersJsonSchema": tool["function"]["parameters"],
+    }
+    assert body["tools"] == [{"functionDeclarations": [declaration]}, {"googleSearch": {}}]
     assert "generationConfig" not in GeminiPipe("m", include_thoughts=False).build_request("q")
 
 

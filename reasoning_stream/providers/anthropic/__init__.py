@@ -99,7 +99,6 @@ class AnthropicPipe(ProviderPipe):
         self,
         model: str,
         *,
-        max_tokens: int | None = None,
         thinking: Mapping[str, Any] | None = None,
         transport: Literal["sdk", "httpx"] = "sdk",
         http_client: httpx.Client | httpx.AsyncClient | None = None,
@@ -114,11 +113,13 @@ class AnthropicPipe(ProviderPipe):
         self.start_in_reasoning = start_in_reasoning
         self.transport = transport
         self.take_http_client(transport, http_client, sdk="an anthropic.Anthropic client")
-        if max_tokens is not None and max_tokens < 1:
-            raise UsageError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
-        self.max_tokens = max_tokens
         if thinking is not None and self.reasoning is not None:
             raise UsageError("give either thinking= (the raw config) or reasoning=, not both")
+        if thinking is not None and self.reasoning_display is not None:
+            raise UsageError(
+                "give either thinking= (the raw config: put its display there) or "
+                "reasoning_display=, not both"
+            )
         self.thinking: dict[str, Any] | None = dict(thinking) if thinking is not None else None
 
     # ------------------------------------------------------------------------- requests
@@ -147,6 +148,7 @@ class AnthropicPipe(ProviderPipe):
             )
         if self.thinking is not None:
             body["thinking"] = dict(self.thinking)
+        body.update(request.anthropic_options(self))
         body = self.with_reasoning(body)
         body.update(self.extra_body)
         request.turn_thinking_off(body, request.thinking_turned_off(turns))

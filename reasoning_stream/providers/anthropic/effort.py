@@ -1,9 +1,9 @@
-"""The effort plan of Claude: budgets, adaptive thinking and effort levels, by model version."""
+"""The effort plan of Claude: budgets, adaptive thinking and effort levels, by its profile."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from ..._effort_planner import (
@@ -11,26 +11,18 @@ from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,
-    EffortRow,
-    ReasoningLevel,
     cannot_reason,
+    level_for,
+    nearest_display,
+    nearest_level,
 )
+from ...profiles import ModelProfile
 
-_ANTHROPIC_BUDGETS: dict[ReasoningLevel, int] = {"low": 2048, "medium": 8000, "high": 16000}
+_ANTHROPIC_BUDGETS: dict[str, int] = {"low": 2048, "medium": 8000, "high": 16000}
 _ANTHROPIC_MIN_BUDGET = 1024
 _ANSWER_ROOM = 4096
 """Tokens left for the answer above a thinking budget when ``max_tokens`` must be raised."""
 
-
-ClaudeStyle: TypeAlias = Literal[
-    "none", "budget", "adaptive", "adaptive-only", "default-on", "always-on"
-]
-"""How a Claude model takes thinking: none; a budget (3.7 to 4.5); adaptive or a budget (4.6);
-adaptive only, off unless asked (4.7, 4.8); adaptive only and on by default, ``disabled``
-accepted at effort high or below (Opus 5, Sonnet 5, Haiku 5.x); always on (Opus 5.5 and
-later, Sonnet 5.5 and later, Mythos, Fable)."""
-
-_ADAPTIVE_STYLES = frozenset({"adaptive-only", "default-on", "always-on"})
 
 _CLAUDE_VERSION = re.compile(
     r"claude-(?:(?P<name>[a-z]+)-)?v?(?P<major>\d+)(?:[.-](?P<minor>\d)(?!\d))?"
@@ -78,33 +70,26 @@ def keeps_earlier_thinking(model: str) -> bool:
     return False
 
 
-def claude_style(model: str) -> ClaudeStyle:
-    """Which thinking API a Claude model id takes, from the version in its name.
+ClaudeStyle: TypeAlias = Literal["budget_tokens", "adaptive", "adaptive_only"]
+"""How a Claude model takes thinking (its profile's ``control``): a token budget (3.7 to 4.5);
+adaptive thinking with an effort level, budgets deprecated (4.6); adaptive thinking only (4.7
+and later). Whether it thinks by default or always is the profile's ``thinking``."""
 
-    Before 3.7 there is no extended thinking; 3.7 to 4.5 take a token budget; 4.6 adds adaptive
-    thinking with an effort level (budgets deprecated); 4.7 and later, Mythos and Fable take
-    adaptive thinking only. A date suffix is not a minor version (``claude-sonnet-4-20250514``
-    is 4.0). Ids without a version get the budget API, the one most models accept.
-    """
-    name = model.lower()
-    match = _CLAUDE_VERSION.search(name)
-    if match is None:
-        return "always-on" if any(n in name for n in _ADAPTIVE_ONLY_NAMES) else "budget"
-    family = {match["name"], match["after"]}
-    if family & _ADAPTIVE_ONLY_NAMES:
-        return "always-on"
-    version = (int(match["major"]), int(match["minor"] or 0))
-    if version < (3, 7):
-        return "none"
-    if version < (4, 6):
-        return "budget"
-    if version == (4, 6):
-        return "adaptive"
-    if version < (5, 0):
-        return "adaptive-only"
-    if family & {"opus", "sonnet"} and version >= (5, 5):
-        return "always-on"
-    return "default-on"
+_STYLES: tuple[ClaudeStyle, ...] = ("budget_tokens", "adaptive", "adaptive_only")
+_BUDGET_LEVELS = ("low", "medium", "high")
+_DISPLAY_FIELD = ("summarized", "omitted")
+"""The values of ``thinking.display`` (anthropic SDK ``ThinkingConfigAdaptiveParam``): full
+thinking text is what ``summarized`` returns on the models that show it whole."""
+
+
+def claude_style(profile: ModelProfile) -> ClaudeStyle:
+    """The profile's thinking control; a profile without one (an unknown id) gets token
+    budgets, the form most models accept."""
+    control = profile.control
+    for style in _STYLES:
+        if control == style:
+            return style
+    return "budget_tokens"
 
 
 @dataclass(slots=True)
@@ -113,41 +98,87 @@ class ClaudeThinking:
     max_tokens: int | None
     notes: list[str]
     supported: bool = True
+    drops: list[tuple[str, ...]] = field(default_factory=list)
 
 
 def claude_thinking(
-    ask: Ask, style: ClaudeStyle, max_tokens: int | None, where: str
+    ask: Ask, profile: ModelProfile, max_tokens: int | None, where: str
 ) -> ClaudeThinking:
+    """Claude's thinking fields (``thinking``, ``output_config``) for ``ask``, by the profile:
+    shared by the Messages API and Bedrock, which carries them in its model fields."""
+    style = claude_style(profile)
     if ask.kind == "off":
-        if style == "always-on":
-            return ClaudeThinking(
-                {},
-                None,
-                [
-                    f"{where} always thinks and rejects thinking type 'disabled'; nothing was "
-                    "sent (a lower output_config.effort thinks less)"
-                ],
-                supported=False,
-            )
-        if style == "default-on":
-            return ClaudeThinking(
-                {"thinking": {"type": "disabled"}},
-                None,
-                [
-                    f"{where} thinks by default and accepts thinking type 'disabled' only at "
-                    "effort high or below: leave output_config.effort unset or at most 'high'"
-                ],
-            )
-        if style == "adaptive-only":
-            return ClaudeThinking(
-                {},
-                None,
-                [
-                    f"{where} has no 'disabled' thinking type; no thinking field was sent, "
-                    "which leaves extended thinking off"
-                ],
-            )
-        return ClaudeThinking({"thinking": {"type": "disabled"}}, None, [])
+        return _claude_off(profile, style, where)
+    if ask.kind == "default":
+        thinking = _claude_default(profile, where)
+    else:
+        thinking = _claude_on(ask, profile, style, max_tokens, where)
+    if ask.display is not None:
+        _claude_display(thinking, ask.display, profile, where)
+    if ask.kind == "default" and thinking.fields.get("thinking") == {"type": "adaptive"}:
+        thinking.fields = {}  # the model's default, as it would run unasked
+    return thinking
+
+
+def _claude_off(profile: ModelProfile, style: ClaudeStyle, where: str) -> ClaudeThinking:
+    if profile.thinking == "always":
+        return ClaudeThinking(
+            {},
+            None,
+            [
+                f"{where} always thinks and rejects thinking type 'disabled'; nothing was "
+                "sent (a lower effort thinks less)"
+            ],
+            supported=False,
+        )
+    if profile.thinking == "default_on":
+        # The documented off switch; the API takes it only at effort high or below, so an
+        # effort already in the request goes (platform.claude.com whats-new-opus-5).
+        return ClaudeThinking(
+            {"thinking": {"type": "disabled"}}, None, [], drops=[("output_config", "effort")]
+        )
+    if style == "adaptive_only":
+        return ClaudeThinking(
+            {},
+            None,
+            [
+                f"{where} has no 'disabled' thinking type; no thinking field was sent, "
+                "which leaves extended thinking off"
+            ],
+        )
+    return ClaudeThinking({"thinking": {"type": "disabled"}}, None, [])
+
+
+def _claude_default(profile: ModelProfile, where: str) -> ClaudeThinking:
+    """``reasoning=None`` with a display: the model's own default thinking, shown as asked."""
+    if profile.thinking in ("default_on", "always"):
+        return ClaudeThinking({"thinking": {"type": "adaptive"}}, None, [])
+    return ClaudeThinking(
+        {},
+        None,
+        [f"{where} thinks only when asked (reasoning=...); reasoning_display has nothing to show"],
+    )
+
+
+def _claude_display(
+    thinking: ClaudeThinking, display: str, profile: ModelProfile, where: str
+) -> None:
+    config = thinking.fields.get("thinking")
+    if not isinstance(config, dict) or config.get("type") not in ("enabled", "adaptive"):
+        if thinking.fields or display != profile.display_default:
+            thinking.notes.append(f"{where}: thinking is off, so reasoning_display has no effect")
+        return
+    chosen, notes = nearest_display(profile, display, where)
+    thinking.notes.extend(notes)
+    # The model's default needs no field (older models may not know it); another display
+    # is asked for by name.
+    if chosen != profile.display_default:
+        config["display"] = "omitted" if chosen == "omitted" else _DISPLAY_FIELD[0]
+
+
+def _claude_on(
+    ask: Ask, profile: ModelProfile, style: ClaudeStyle, max_tokens: int | None, where: str
+) -> ClaudeThinking:
     notes: list[str] = []
     fields: dict[str, Any] = {}
     budget: int | None = None
@@ -157,12 +188,9 @@ def claude_thinking(
                 f"reasoning={ask.budget}: Claude thinking budgets start at "
                 f"{_ANTHROPIC_MIN_BUDGET} tokens for {where}; {ALLOWED}"
             )
-        if style in _ADAPTIVE_STYLES:
-            fields = {"thinking": {"type": "adaptive"}, "output_config": {"effort": ask.level}}
-            notes.append(
-                f"{where} takes effort levels, not token budgets: a budget of {ask.budget} "
-                f"tokens was sent as effort {ask.level!r}"
-            )
+        if style == "adaptive_only":
+            level, notes = level_for(ask, profile, where)
+            fields = {"thinking": {"type": "adaptive"}, "output_config": {"effort": level}}
         else:
             budget = ask.budget
             if style == "adaptive":
@@ -170,12 +198,14 @@ def claude_thinking(
                     f"{where} deprecates budget_tokens; a level ('low', 'medium', 'high') "
                     "uses adaptive thinking instead"
                 )
-    elif style == "adaptive" or style in _ADAPTIVE_STYLES:
+    elif style in ("adaptive", "adaptive_only"):
         fields = {"thinking": {"type": "adaptive"}}
         if ask.kind == "level":
-            fields["output_config"] = {"effort": ask.level}
+            level, notes = level_for(ask, profile, where)
+            fields["output_config"] = {"effort": level}
     else:
-        budget = _ANTHROPIC_BUDGETS[ask.level]
+        level, notes = level_for(ask, profile, where)
+        budget = _ANTHROPIC_BUDGETS[nearest_level(_BUDGET_LEVELS, level)]
     limit: int | None = None
     if budget is not None:
         fields = {"thinking": {"type": "enabled", "budget_tokens": budget}}
@@ -196,40 +226,30 @@ def claude_thinking(
     return ClaudeThinking(fields, limit, notes)
 
 
-def _plan_anthropic(model: str, ask: Ask, max_tokens: int | None, where: str) -> Draft:
-    style = claude_style(model)
-    if style == "none":
+def _plan_anthropic(
+    profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
+) -> Draft:
+    if profile.thinking == "never":
         return cannot_reason()
-    thinking = claude_thinking(ask, style, max_tokens, where)
+    thinking = claude_thinking(ask, profile, max_tokens, where)
     params = dict(thinking.fields)
     if thinking.max_tokens is not None:
         params["max_tokens"] = thinking.max_tokens
-    return Draft(params, thinking.notes, supported=thinking.supported)
+    return Draft(params, thinking.notes, supported=thinking.supported, drops=thinking.drops)
 
 
 PLANNER = EffortPlanner(
     _plan_anthropic,
-    rows=(
-        EffortRow(
-            "claude-3-7 to 4.5 (sonnet-4, opus-4, opus-4-1, sonnet-4-5, haiku-4-5, opus-4-5), "
-            "unknown ids",
-            "claude-sonnet-4-5",
-        ),
-        EffortRow("4.6 (opus-4-6, sonnet-4-6)", "claude-sonnet-4-6"),
-        EffortRow("opus-4-7, opus-4-8 (off unless asked)", "claude-opus-4-7"),
-        EffortRow("opus-5, sonnet-5, haiku-5.x (on by default)", "claude-opus-5"),
-        EffortRow("opus-5-5, sonnet-5-5 and later, mythos, fable (always on)", "claude-opus-5-5"),
-        EffortRow(
-            "claude-3-5, claude-3 opus/sonnet/haiku, claude-2, claude-instant",
-            "claude-3-5-sonnet-20241022",
-        ),
-    ),
     notes=(
         "Anthropic budgets (and Claude on Bedrock): `max_tokens` must exceed the budget, "
         "because thinking counts toward it. The plan sends the given `max_tokens` when it is "
         "above the budget, otherwise budget + 4096 (with a warning when a given value was too "
         "small). With thinking on, Anthropic rejects a changed `temperature` or `top_k`; every "
         "such plan says so in its warnings.",
+        "Claude that thinks by default (Opus 5, Sonnet 5, Sonnet 5.5, Haiku 5): `False` sends "
+        "the documented off switch and drops `output_config.effort` (the switch is accepted "
+        "only at effort high or below); Claude that always thinks (Opus 5.5, Mythos, Fable) "
+        "cannot be switched off: a warning, nothing sent.",
     ),
 )
 """Claude's effort plan on the Messages API."""

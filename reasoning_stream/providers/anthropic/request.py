@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._events import ReasoningState
 from ..._exceptions import UsageError
+from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import in_received_order, tool_call_arguments
 from ...conversation._policy import profile_of
@@ -21,9 +22,15 @@ from .._spec import PassbackRules
 from .effort import claude_version
 from .translate import PROVIDER, field_of, text_of
 
+if TYPE_CHECKING:
+    from .._pipe import ProviderPipe
+
 __all__ = [
     "INTERLEAVED_BETA",
     "THINKING_OFF",
+    "anthropic_options",
+    "anthropic_tool",
+    "anthropic_tool_choice",
     "convert_turns",
     "needs_interleaved_beta",
     "preflight",
@@ -35,6 +42,40 @@ __all__ = [
 
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 """The beta that lets manual extended thinking think between tool calls (Claude 4 models)."""
+
+
+def anthropic_tool(tool: Tool) -> dict[str, Any]:
+    """A tool in the Messages API shape: ``{"name", "description", "input_schema"}``, plus
+    ``strict`` when the tool sets it (docs.anthropic.com/en/api/messages#body-tools)."""
+    shaped: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        shaped["description"] = tool.description
+    shaped["input_schema"] = dict(tool.parameters)
+    if tool.strict is not None:
+        shaped["strict"] = tool.strict
+    return shaped
+
+
+def anthropic_tool_choice(choice: str) -> dict[str, Any]:
+    """``"auto"``, ``"required"`` (Anthropic's ``any``), ``"none"`` or a tool's name as the
+    ``tool_choice`` object (docs.anthropic.com/en/api/messages#body-tool-choice)."""
+    if choice == "required":
+        return {"type": "any"}
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    return {"type": "tool", "name": choice}
+
+
+def anthropic_options(pipe: ProviderPipe) -> dict[str, Any]:
+    """The pipe's tools, tool choice and sampling settings as Messages API fields
+    (``stop_sequences``; the output limit is the pipe's own ``max_tokens`` field)."""
+    fields: dict[str, Any] = {}
+    if pipe.tools:
+        fields["tools"] = [anthropic_tool(tool) for tool in pipe.tools]
+    if pipe.tools and pipe.tool_choice is not None:
+        fields["tool_choice"] = anthropic_tool_choice(pipe.tool_choice)
+    fields.update(pipe.sampling_fields(max_tokens=None, stop="stop_sequences"))
+    return fields
 
 
 def _image_block(url: str) -> dict[str, Any]:

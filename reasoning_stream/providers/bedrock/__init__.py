@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, Unpack
 
 from ..._effort import merge_params
+from ..._effort_planner import without
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ..._redact import redact_url_credentials, split_url_credentials
@@ -51,7 +52,13 @@ from .._errors import build_error, provider_error, retry_after_seconds
 from .._pipe import PipeOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import Boto3Call, Call
-from ..anthropic.request import INTERLEAVED_BETA, needs_interleaved_beta, thinking_turned_off
+from ..anthropic.request import (
+    INTERLEAVED_BETA,
+    anthropic_options,
+    needs_interleaved_beta,
+    thinking_turned_off,
+)
+from ..openai_chat.request import chat_options
 from . import request as bedrock_request
 from .effort import PLANNER
 from .request import anthropic_messages, converse_messages, deepseek_prompt
@@ -63,6 +70,8 @@ from .translate import (
     TextInvokeTranslator,
     starts_in_reasoning,
 )
+
+_MODEL_FIELDS = "additionalModelRequestFields"
 
 __all__ = [
     "SPEC",
@@ -187,9 +196,6 @@ class BedrockPipe(ProviderPipe):
         api: Api = "converse",
         additional_model_request_fields: Mapping[str, Any] | None = None,
         inference_config: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
         start_in_reasoning: bool | None = None,
         tags: Iterable[str] | None = None,
         **options: Unpack[PipeOptions],
@@ -223,13 +229,17 @@ class BedrockPipe(ProviderPipe):
             additional_model_request_fields or {}
         )
         self.inference_config: dict[str, Any] = dict(inference_config or {})
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.top_p = top_p
         self.start_in_reasoning = (
             starts_in_reasoning(model) if start_in_reasoning is None else start_in_reasoning
         )
         self.tags: tuple[str, ...] | None = tuple(tags) if tags is not None else None
+        if api == "invoke" and self._family() == "deepseek" and self.tools:
+            # DeepSeek's Invoke body is a prompt and sampling fields only
+            # (docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-deepseek.html).
+            raise UsageError(
+                f"{model} through api='invoke' takes no tools (its body is a raw prompt); "
+                "use api='converse' for tool calls"
+            )
 
     # ------------------------------------------------------------------------- client
 
@@ -287,14 +297,10 @@ class BedrockPipe(ProviderPipe):
             request: dict[str, Any] = {"modelId": self.model_id, "messages": messages}
             if system:
                 request["system"] = system
-            inference = dict(self.inference_config)
-            for key, value in (
-                ("maxTokens", self.max_tokens),
-                ("temperature", self.temperature),
-                ("topP", self.top_p),
-            ):
-                if value is not None:
-                    inference[key] = value
+            tool_config = bedrock_request.converse_tool_config(self, messages)
+            if tool_config is not None:
+                request["toolConfig"] = tool_config
+            inference = bedrock_request.converse_inference(self, self.inference_config)
             if inference:
                 request["inferenceConfig"] = inference
             if self.additional_model_request_fields:
@@ -345,25 +351,25 @@ class BedrockPipe(ProviderPipe):
             }
             if system:
                 body["system"] = system
+            body.update(anthropic_options(self))
         elif family == "deepseek":
             body = {
                 "prompt": deepseek_prompt(turns, prefill_think=self.start_in_reasoning),
                 "max_tokens": self.max_tokens or DEFAULT_MAX_TOKENS,
             }
+            body.update(self.sampling_fields())  # temperature, top_p, max_tokens, stop
         else:
+            # OpenAI-style bodies (gpt-oss): Chat Completions fields, tools included.
             body = {"messages": [dict(turn.message) for turn in turns]}
-            if self.max_tokens is not None:
-                body["max_tokens"] = self.max_tokens
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        if self.top_p is not None:
-            body["top_p"] = self.top_p
+            body.update(chat_options(self))
         body.update(self.additional_model_request_fields)
-        if self.reasoning is not None:
+        if self.reasoning is not None or self.reasoning_display is not None:
             # Invoke bodies are the model's native request: the Converse-shaped plan's model
             # fields go in at the top level, and its token limit becomes ``max_tokens``.
-            params = self.reasoning_plan().params
-            body = merge_params(body, params.get("additionalModelRequestFields", {}))
+            plan = self.reasoning_plan()
+            params = plan.params
+            drops = tuple(path[1:] for path in plan.drops if path[0] == _MODEL_FIELDS)
+            body = merge_params(without(body, drops), params.get(_MODEL_FIELDS, {}))
             limit = params.get("inferenceConfig", {}).get("maxTokens")
             if limit is not None:
                 body["max_tokens"] = limit

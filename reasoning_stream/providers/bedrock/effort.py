@@ -1,67 +1,67 @@
-"""The effort plan of Bedrock: Claude, Nova 2, gpt-oss and DeepSeek-R1 through Converse."""
+"""The effort plan of Bedrock: Claude, Nova 2, gpt-oss and DeepSeek-R1 through Converse.
+
+Which family a model is, and how it takes reasoning, is its profile's: an application
+inference profile ARN resolves through the row registered for it
+(``profiles.register("bedrock", arn, base="claude-opus-5")``), so Claude behind one gets
+Claude's fields.
+"""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,
-    EffortRow,
     always_reasons,
     cannot_reason,
     level_for,
+    without_display,
 )
-from ..anthropic.effort import claude_style, claude_thinking
-from ..openai_chat.effort import OpenAIFamily, effort_draft
+from ...profiles import ModelProfile
+from ..anthropic.effort import claude_thinking
+from ..openai_chat.effort import effort_draft
 
-# --------------------------------------------------------------------------------- Bedrock
-
-_BEDROCK_NON_REASONING = re.compile(
-    r"amazon\.(?:nova-(?:micro|lite|pro|premier)|titan)|meta\.llama|cohere\.|ai21\."
-    r"|mistral\.(?!magistral)"
-)
+_CLAUDE_CONTROLS = frozenset({"budget_tokens", "adaptive", "adaptive_only"})
+_FIELDS = "additionalModelRequestFields"
 
 
-def _plan_bedrock(model: str, ask: Ask, max_tokens: int | None, where: str) -> Draft:
-    name = model.lower()
-    if "anthropic.claude" in name:
-        style = claude_style(name)
-        if style == "none":
-            return cannot_reason()
-        thinking = claude_thinking(ask, style, max_tokens, where)
+def _is_claude(profile: ModelProfile, model: str) -> bool:
+    # A Claude id the profiles do not know yet still names its vendor (`anthropic.claude-`).
+    return profile.control in _CLAUDE_CONTROLS or (
+        profile.control is None and "anthropic.claude" in model.lower()
+    )
+
+
+def _plan_bedrock(
+    profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
+) -> Draft:
+    if profile.thinking == "never":
+        return cannot_reason()
+    if _is_claude(profile, model):
+        thinking = claude_thinking(ask, profile, max_tokens, where)
         params: dict[str, Any] = {}
         if thinking.fields:
-            params["additionalModelRequestFields"] = thinking.fields
+            params[_FIELDS] = thinking.fields
         if thinking.max_tokens is not None:
             params["inferenceConfig"] = {"maxTokens": thinking.max_tokens}
-        return Draft(params, thinking.notes, supported=thinking.supported)
-    if "deepseek" in name and "r1" in name:
-        return always_reasons(ask, where)
-    if "gpt-oss" in name:
+        drops = [(_FIELDS, *path) for path in thinking.drops]
+        return Draft(params, thinking.notes, supported=thinking.supported, drops=drops)
+    return without_display(_plan_other(profile, ask, where), ask, profile, where, "Converse")
+
+
+def _plan_other(profile: ModelProfile, ask: Ask, where: str) -> Draft:
+    if ask.kind == "default":
+        return Draft()
+    if profile.control == "reasoning_effort":
         return effort_draft(
-            OpenAIFamily("effort"),
-            ask,
-            where,
-            lambda value: {"additionalModelRequestFields": {"reasoning_effort": value}},
+            profile, ask, where, lambda value: {_FIELDS: {"reasoning_effort": value}}
         )
-    if "nova-2" in name:
-        if ask.kind == "off":
-            config: dict[str, Any] = {"type": "disabled"}
-            notes: list[str] = []
-        else:
-            level, notes = level_for(ask, where)
-            config = {"type": "enabled", "maxReasoningEffort": level}
-            if level == "high":
-                notes.append(
-                    f"{where} at maxReasoningEffort 'high' takes no temperature, topP or "
-                    "maxTokens: leave them unset"
-                )
-        return Draft({"additionalModelRequestFields": {"reasoningConfig": config}}, notes)
-    if _BEDROCK_NON_REASONING.search(name):
-        return cannot_reason()
+    if profile.control == "reasoning_config":
+        return _nova(profile, ask, where)
+    if profile.thinking == "always" and not profile.efforts:
+        return always_reasons(ask, where)
     return Draft(
         warnings=[
             f"{where}: no known reasoning control for this model family; nothing sent "
@@ -71,16 +71,29 @@ def _plan_bedrock(model: str, ask: Ask, max_tokens: int | None, where: str) -> D
     )
 
 
+def _nova(profile: ModelProfile, ask: Ask, where: str) -> Draft:
+    """Nova 2's ``reasoningConfig`` (docs.aws.amazon.com nova2-userguide reasoning)."""
+    if ask.kind == "off":
+        config: dict[str, Any] = {"type": "disabled"}
+        notes: list[str] = []
+    else:
+        level, notes = level_for(ask, profile, where)
+        config = {"type": "enabled", "maxReasoningEffort": level}
+        if level == "high":
+            notes.append(
+                f"{where} at maxReasoningEffort 'high' takes no temperature, topP or "
+                "maxTokens: leave them unset"
+            )
+    return Draft({_FIELDS: {"reasoningConfig": config}}, notes)
+
+
 PLANNER = EffortPlanner(
     _plan_bedrock,
-    rows=(
-        EffortRow("`anthropic.claude-*`, as anthropic", "anthropic.claude-sonnet-4-5-v1:0"),
-        EffortRow("Nova 2 (`nova-2`)", "amazon.nova-2-lite-v1:0"),
-        EffortRow("gpt-oss", "openai.gpt-oss-120b-1:0"),
-        EffortRow("DeepSeek-R1", "us.deepseek.r1-v1:0"),
-        EffortRow("Nova 1, Titan, Llama, Cohere, AI21, Mistral", "amazon.nova-pro-v1:0"),
-        EffortRow("any other family (no known control)", "qwen.qwen3-32b-v1:0"),
+    notes=(
+        'Nova 2 at `"high"` takes no `temperature`, `topP` or `maxTokens`; the plan warns.',
+        "An application inference profile ARN names no model: register it "
+        '(`profiles.register("bedrock", arn, base="claude-opus-5")`) and it plans as that '
+        "model.",
     ),
-    notes=('Nova 2 at `"high"` takes no `temperature`, `topP` or `maxTokens`; the plan warns.',),
 )
 """Bedrock's effort plan, in Converse's ``additionalModelRequestFields``."""

@@ -10,9 +10,11 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._events import ReasoningState
+from ..._exceptions import UsageError
+from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import in_received_order
 from ...conversation._policy import profile_of
@@ -27,7 +29,80 @@ from ..anthropic.request import (
 )
 from .translate import _INVOKE_MARKS, PROVIDER, Api
 
-__all__ = ["anthropic_messages", "converse_messages", "deepseek_prompt", "preflight", "repair"]
+if TYPE_CHECKING:
+    from .._pipe import ProviderPipe
+
+__all__ = [
+    "anthropic_messages",
+    "converse_inference",
+    "converse_messages",
+    "converse_tool",
+    "converse_tool_config",
+    "deepseek_prompt",
+    "preflight",
+    "repair",
+]
+
+
+def converse_tool(tool: Tool) -> dict[str, Any]:
+    """A tool as a Converse ``toolSpec``: ``{"name", "description", "inputSchema": {"json"}}``
+    (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolSpecification.html)."""
+    spec: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        spec["description"] = tool.description
+    spec["inputSchema"] = {"json": dict(tool.parameters)}
+    if tool.strict is not None:
+        spec["strict"] = tool.strict
+    return {"toolSpec": spec}
+
+
+def converse_tool_config(
+    pipe: ProviderPipe, messages: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """The Converse ``toolConfig`` for the pipe's tools and choice, or ``None``.
+
+    ``toolChoice`` is ``auto``, ``any`` (``"required"``) or ``tool`` with a name
+    (docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolChoice.html). Converse
+    has no ``none``: ``tool_choice="none"`` leaves the tools out, so the model cannot call
+    them, which Bedrock refuses once the history holds tool calls (it requires ``toolConfig``
+    then): that is a ``UsageError`` here, before anything is sent.
+    """
+    if not pipe.tools:
+        return None
+    choice = pipe.tool_choice
+    if choice == "none":
+        if any(_has_tool_blocks(message) for message in messages):
+            raise UsageError(
+                "Bedrock Converse has no tool_choice 'none', and with tool calls in the "
+                "history it requires the tools in the request; use tool_choice='auto' (or "
+                "None) for this conversation"
+            )
+        return None
+    config: dict[str, Any] = {"tools": [converse_tool(tool) for tool in pipe.tools]}
+    if choice in ("auto", "required"):
+        config["toolChoice"] = {"auto": {}} if choice == "auto" else {"any": {}}
+    elif choice is not None:
+        config["toolChoice"] = {"tool": {"name": choice}}
+    return config
+
+
+def _has_tool_blocks(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and ("toolUse" in block or "toolResult" in block)
+        for block in content
+    )
+
+
+def converse_inference(pipe: ProviderPipe, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``inferenceConfig``: the pipe's ``inference_config`` with its ``max_tokens``,
+    ``temperature``, ``top_p`` and ``stop`` on top (``maxTokens``, ``temperature``, ``topP``,
+    ``stopSequences``)."""
+    return {
+        **given,
+        **pipe.sampling_fields(top_p="topP", max_tokens="maxTokens", stop="stopSequences"),
+    }
+
 
 # DeepSeek's chat template; its special tokens use full-width bars and U+2581, not ASCII.
 _DS_BEGIN = "<\uff5cbegin\u2581of\u2581sentence\uff5c>"

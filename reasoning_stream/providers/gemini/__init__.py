@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Unpack
 
 import httpx
@@ -126,8 +126,9 @@ class GeminiPipe(ProviderPipe):
         include_thoughts: ask for thought summaries (``thinkingConfig.includeThoughts``).
         thinking_config: more ``thinkingConfig`` fields (``thinkingBudget``,
             ``thinkingLevel``), merged in.
-        tools: OpenAI-style function tools (become ``functionDeclarations``) or native Gemini
-            tool objects (passed through).
+        tools: function tools (``Tool``, ``@tool`` functions or OpenAI-style dicts: they
+            become ``functionDeclarations``) and native Gemini tool objects such as
+            ``{"googleSearch": {}}`` (passed through).
         client: an ``httpx.Client`` (for ``run()``) or ``httpx.AsyncClient`` (``arun()``).
         base_url: the API root (default: ``GEMINI_BASE_URL`` from the environment, else
             ``https://generativelanguage.googleapis.com/v1beta``).
@@ -155,12 +156,18 @@ class GeminiPipe(ProviderPipe):
         *,
         include_thoughts: bool = True,
         thinking_config: Mapping[str, Any] | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
         inline_tags: InlineTags = False,
         start_in_reasoning: bool | None = None,
         tags: Iterable[str] | None = None,
         **options: Unpack[EndpointOptions],
     ) -> None:
+        # Native Gemini tools (googleSearch, codeExecution, ...) pass through as given; the
+        # function tools become Tool objects like every pipe's.
+        given = options.get("tools")
+        native: list[Mapping[str, Any]] = []
+        if isinstance(given, list | tuple):
+            native = [item for item in given if request.is_native_tool(item)]
+            options["tools"] = [item for item in given if not request.is_native_tool(item)]
         options["base_url"] = (
             options.get("base_url") or os.environ.get("GEMINI_BASE_URL") or DEFAULT_BASE_URL
         )
@@ -168,7 +175,8 @@ class GeminiPipe(ProviderPipe):
         self.model = model.removeprefix("models/")
         self.include_thoughts = include_thoughts
         self.thinking_config: dict[str, Any] = dict(thinking_config or {})
-        self.tools: list[dict[str, Any]] = [dict(tool) for tool in tools or ()]
+        self.native_tools: list[dict[str, Any]] = [dict(item) for item in native]
+        """Native Gemini tool objects (``{"googleSearch": {}}``), sent as given."""
         self.inline_tags: InlineTags = inline_tags
         self.tags: tuple[str, ...] | None = check_inline_options(inline_tags, tags)
         self.start_in_reasoning = start_in_reasoning
@@ -192,12 +200,18 @@ class GeminiPipe(ProviderPipe):
         body: dict[str, Any] = {"contents": history}
         if system:
             body["systemInstruction"] = {"parts": system}
-        if self.tools:
-            body["tools"] = request.tool_declarations(self.tools)
+        if self.tools or self.native_tools:
+            body["tools"] = request.tool_declarations(self.tools, self.native_tools)
+        choice = request.tool_config(self.tool_choice if self.tools else None)
+        if choice is not None:
+            body["toolConfig"] = choice
+        generation = request.generation_settings(self)
         thinking: dict[str, Any] = {"includeThoughts": True} if self.include_thoughts else {}
         thinking.update(self.thinking_config)
         if thinking:
-            body["generationConfig"] = {"thinkingConfig": thinking}
+            generation["thinkingConfig"] = thinking
+        if generation:
+            body["generationConfig"] = generation
         return merge_params(self.with_reasoning(body), self.extra_body)
 
     # --------------------------------------------------------------------------- secrets

@@ -13,15 +13,19 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..._events import ReasoningState
+from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import tool_call_arguments
 from ...conversation._policy import profile_of
 from ...conversation._preflight import problems_where, repair_where
 from .._spec import PassbackRules
 from .translate import int_of, str_of
+
+if TYPE_CHECKING:
+    from .._pipe import ProviderPipe
 
 __all__ = ["PLACEHOLDER_SIGNATURE", "contents", "preflight", "repair", "tool_declarations"]
 
@@ -211,24 +215,51 @@ def contents(
     return system, result
 
 
-def tool_declarations(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI-style function tools as ``functionDeclarations``; native tools pass through."""
-    declarations: list[dict[str, Any]] = []
-    native: list[dict[str, Any]] = []
-    for tool in tools:
-        function = tool.get("function")
-        if tool.get("type") == "function" and isinstance(function, Mapping):
-            declaration = {
-                key: function[key]
-                for key in ("name", "description", "parameters")
-                if key in function
-            }
-            declarations.append(declaration)
-        else:
-            native.append(dict(tool))
-    if declarations:
-        native.insert(0, {"functionDeclarations": declarations})
-    return native
+def is_native_tool(item: object) -> TypeGuard[Mapping[str, Any]]:
+    """A native Gemini tool object (``{"googleSearch": {}}``): a dict naming no function."""
+    return isinstance(item, Mapping) and "function" not in item and "name" not in item
+
+
+def tool_declarations(
+    tools: Sequence[Tool], native: Sequence[Mapping[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """Function tools as one ``functionDeclarations`` entry; native tools pass through.
+
+    Each schema goes as ``parametersJsonSchema``, which takes JSON Schema as written
+    (``anyOf``, type lists, ``additionalProperties``), where ``parameters`` takes only an
+    OpenAPI subset (ai.google.dev/api/caching#FunctionDeclaration).
+    """
+    entries: list[dict[str, Any]] = [dict(item) for item in native]
+    if tools:
+        entries.insert(0, {"functionDeclarations": [_declaration(item) for item in tools]})
+    return entries
+
+
+def _declaration(tool: Tool) -> dict[str, Any]:
+    declaration: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        declaration["description"] = tool.description
+    declaration["parametersJsonSchema"] = dict(tool.parameters)
+    return declaration
+
+
+def tool_config(choice: str | None) -> dict[str, Any] | None:
+    """``toolConfig.functionCallingConfig`` for a tool choice: ``AUTO``, ``ANY``
+    (``"required"``), ``NONE``, or ``ANY`` limited to one name through
+    ``allowedFunctionNames``
+    (ai.google.dev/gemini-api/docs/function-calling#function_calling_modes)."""
+    if choice is None:
+        return None
+    modes = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+    if choice in modes:
+        return {"functionCallingConfig": {"mode": modes[choice]}}
+    return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
+
+
+def generation_settings(pipe: ProviderPipe) -> dict[str, Any]:
+    """The sampling settings as ``generationConfig`` fields: ``temperature``, ``topP``,
+    ``maxOutputTokens``, ``stopSequences``."""
+    return pipe.sampling_fields(top_p="topP", max_tokens="maxOutputTokens", stop="stopSequences")
 
 
 def _append(contents: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:

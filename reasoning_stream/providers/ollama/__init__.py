@@ -14,7 +14,7 @@ history sent is each message's content and tool calls only.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal, TypeAlias, Unpack
 
 import httpx
@@ -64,7 +64,7 @@ class OllamaPipe(ProviderPipe):
         api: ``"chat"`` (messages, tools) or ``"generate"`` (one prompt string).
         think: sent as Ollama's ``think``: ``True``/``False``, or ``"low"``/``"medium"``/
             ``"high"`` for models with levels; ``None`` leaves the model's default.
-        tools: tool definitions for ``/api/chat`` (OpenAI's function-tool shape).
+        tools: the tools for ``/api/chat`` (sent in OpenAI's function-tool shape).
         options: Ollama runtime options (``temperature``, ``num_ctx``, ...).
         inline_tags: ``"auto"``, ``True`` or ``False``: parse ``<think>`` tags in the answer.
         start_in_reasoning: the answer starts inside reasoning (a template that pre-fills the
@@ -98,7 +98,6 @@ class OllamaPipe(ProviderPipe):
         *,
         api: Literal["chat", "generate"] = "chat",
         think: Think = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
         options: Mapping[str, Any] | None = None,
         inline_tags: bool | Literal["auto"] = "auto",
         start_in_reasoning: bool = False,
@@ -121,7 +120,13 @@ class OllamaPipe(ProviderPipe):
             raise UsageError("give either think= (Ollama's own switch) or reasoning=, not both")
         self.api: Literal["chat", "generate"] = api
         self.think: Think = think
-        self.tools: list[dict[str, Any]] = [dict(tool) for tool in tools or ()]
+        if api == "generate" and self.tools:
+            raise UsageError("tools= needs api='chat': Ollama's /api/generate takes no tools")
+        if self.tool_choice not in (None, "auto", "none"):
+            raise UsageError(
+                f"OllamaPipe cannot take tool_choice={self.tool_choice!r}: Ollama's API has "
+                'no tool_choice (docs.ollama.com/api/chat); use "auto" or "none"'
+            )
         self.options: dict[str, Any] = dict(options or {})
         self.inline_tags: bool | Literal["auto"] = inline_tags
         # The profile names the tags a model writes; where it starts is the caller's, since
@@ -158,14 +163,16 @@ class OllamaPipe(ProviderPipe):
         call: dict[str, Any] = {"model": self.model, "stream": True}
         if self.api == "chat":
             call["messages"] = request.chat_messages(self.turns(prompt))
-            if self.tools:
-                call["tools"] = self.tools
+            tools = request.chat_tools(self)
+            if tools:
+                call["tools"] = tools
         else:
             call.update(request.generate_prompt(self.turns(prompt)))
         if self.think is not None:
             call["think"] = self.think
-        if self.options:
-            call["options"] = dict(self.options)
+        options = request.runtime_options(self, self.options)
+        if options:
+            call["options"] = options
         call = self.with_reasoning(call)
         if self.extra_body:
             accepted = request.accepted_keywords(self.api)

@@ -1,4 +1,8 @@
-"""The effort plan of Ollama: ``think`` on or off, or a level for gpt-oss."""
+"""The effort plan of Ollama: ``think`` on or off, or a level where the model documents levels.
+
+Ollama's ``think`` takes a bool or one of the levels a model lists (``/api/show``'s
+``thinking.values``: gpt-oss takes low, medium, high); the profile says which.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +10,43 @@ from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,
-    EffortRow,
+    cannot_reason,
     level_for,
+    without_display,
 )
+from ...profiles import ModelProfile
 
 
-def _plan_ollama(model: str, ask: Ask, max_tokens: int | None, where: str) -> Draft:
-    if "gpt-oss" in model.lower():
-        # gpt-oss on Ollama takes a level and ignores true/false.
-        if ask.kind == "off":
-            return Draft(
-                warnings=[f"{where} cannot turn reasoning off ('low' is its least); nothing sent"],
-                supported=False,
-            )
-        level, notes = level_for(ask, where)
+def _plan_ollama(
+    profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
+) -> Draft:
+    if profile.thinking == "never":
+        return cannot_reason()
+    return without_display(_plan(profile, ask, where), ask, profile, where, "Ollama")
+
+
+def _plan(profile: ModelProfile, ask: Ask, where: str) -> Draft:
+    if ask.kind == "default":
+        return Draft()
+    off = ask.kind == "off" or (ask.kind == "level" and ask.raw == "none" and not profile.efforts)
+    if off and profile.thinking == "always":
+        least = f" ({profile.efforts[0]!r} is its least)" if profile.efforts else ""
+        return Draft(
+            warnings=[f"{where} cannot turn reasoning off{least}; nothing sent"],
+            supported=False,
+        )
+    if profile.efforts:
+        # Levels: the model takes a level and ignores true/false.
+        level, notes = level_for(ask, profile, where)
         return Draft({"think": level}, notes)
     if ask.kind in ("level", "budget"):
+        sent = "think=False" if off else "think=True"
         return Draft(
-            {"think": True},
-            [f"{where} only switches thinking on or off: {ask.raw!r} was sent as think=True"],
+            {"think": not off},
+            [f"{where} only switches thinking on or off: {ask.raw!r} was sent as {sent}"],
         )
     return Draft({"think": ask.kind == "on"})
 
 
-PLANNER = EffortPlanner(
-    _plan_ollama,
-    rows=(
-        EffortRow("gpt-oss", "gpt-oss:20b"),
-        EffortRow("any other model", "qwen3"),
-    ),
-)
+PLANNER = EffortPlanner(_plan_ollama)
 """Ollama's effort plan: its ``think`` field."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._exceptions import UsageError
 from ..._turns import HistoryTurn
@@ -16,7 +16,17 @@ from ...conversation._history import tool_call_arguments
 from .._clients import require
 from .translate import text_of
 
-__all__ = ["accepted_keywords", "chat_messages", "content_text", "generate_prompt"]
+if TYPE_CHECKING:
+    from .._pipe import ProviderPipe
+
+__all__ = [
+    "accepted_keywords",
+    "chat_messages",
+    "chat_tools",
+    "content_text",
+    "generate_prompt",
+    "runtime_options",
+]
 
 # Fields of a history message that Ollama understands besides role/content/tool calls.
 _PASSTHROUGH_MESSAGE_KEYS = ("images", "tool_name")
@@ -28,6 +38,47 @@ def accepted_keywords(api: str) -> frozenset[str]:
     ollama = require("ollama", "ollama")
     parameters = inspect.signature(getattr(ollama.Client, api)).parameters
     return frozenset(parameters) - {"self"}
+
+
+def chat_tools(pipe: ProviderPipe) -> list[dict[str, Any]]:
+    """The pipe's tools for ``/api/chat``, in OpenAI's function shape, as the SDK's ``Tool``
+    type and docs.ollama.com/api/chat describe them. Ollama has no ``tool_choice``:
+    ``"none"`` leaves the tools out of the request (``"auto"`` is what Ollama does)."""
+    if pipe.tool_choice == "none":
+        return []
+    tools = []
+    for tool in pipe.tools:
+        shaped = tool.to_openai()
+        shaped["function"]["parameters"] = _parameters(tool.parameters)
+        tools.append(shaped)
+    return tools
+
+
+_PARAMETER_KEYS = ("type", "$defs", "items", "required", "properties")
+_PROPERTY_KEYS = ("type", "items", "description", "enum")
+
+
+def _parameters(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a schema Ollama reads: its SDK's ``Tool.Function.Parameters`` keeps
+    ``type``, ``$defs``, ``items``, ``required`` and each property's ``type``, ``items``,
+    ``description`` and ``enum`` (the server's ``api.ToolFunction`` reads the same), so both
+    transports send exactly that."""
+    kept = {key: schema[key] for key in _PARAMETER_KEYS if key in schema}
+    properties = kept.get("properties")
+    if isinstance(properties, Mapping):
+        kept["properties"] = {
+            name: {key: value[key] for key in _PROPERTY_KEYS if key in value}
+            if isinstance(value, Mapping)
+            else value
+            for name, value in properties.items()
+        }
+    return kept
+
+
+def runtime_options(pipe: ProviderPipe, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``options``: the pipe's ``options=`` with its ``temperature``, ``top_p``,
+    ``max_tokens`` (``num_predict``) and ``stop`` on top (docs.ollama.com/modelfile#parameter)."""
+    return {**given, **pipe.sampling_fields(max_tokens="num_predict")}
 
 
 def content_text(content: Any) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from typing import Any, ClassVar, Literal, Unpack
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -186,6 +185,7 @@ class OpenAIChatPipe(ProviderPipe):
         }
         if self.include_usage:
             body["stream_options"] = {"include_usage": True}
+        body.update(request.chat_options(self, request.max_tokens_field(self.api_url())))
         body.update(self.request_options())
         body = self.with_reasoning(body)
         body.update(self.extra_body)
@@ -250,11 +250,8 @@ def _passback(profile: ModelProfile) -> PassbackPolicy:
 
 
 def _max_tokens(n: int, base_url: str | None) -> dict[str, Any]:
-    """``--max-tokens``: OpenAI's own API wants ``max_completion_tokens`` (reasoning models
-    reject ``max_tokens``); compatible servers (DeepSeek, vLLM, llama.cpp, SGLang) document
-    ``max_tokens``."""
-    own = base_url is None or urlsplit(base_url).hostname == "api.openai.com"
-    return {"extra_body": {"max_completion_tokens" if own else "max_tokens": n}}
+    """``--max-tokens``: in the field the endpoint documents (:func:`.request.max_tokens_field`)."""
+    return {"extra_body": {request.max_tokens_field(base_url): n}}
 
 
 SPEC = ProviderSpec(

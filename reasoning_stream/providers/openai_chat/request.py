@@ -10,14 +10,23 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..._messages import strip_inert_keys
+from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._preflight import problems_where, repair_where
 from .._spec import PassbackRules
 
+if TYPE_CHECKING:
+    from .._pipe import ProviderPipe
+
 __all__ = [
+    "chat_options",
+    "chat_tool",
+    "chat_tool_choice",
+    "max_tokens_field",
     "message",
     "oneshot_body",
     "oneshot_sdk_arguments",
@@ -96,6 +105,45 @@ def _signed_call(call: Any, signed: Mapping[Any, str | bytes]) -> Any:
     extra = dict(call.get("extra_content") or {})
     extra["google"] = {**dict(extra.get("google") or {}), "thought_signature": signature}
     return {**call, "extra_content": extra}
+
+
+def chat_tool(tool: Tool) -> dict[str, Any]:
+    """A tool as a Chat Completions function tool: ``{"type": "function", "function":
+    {"name", "description", "parameters", "strict"}}`` (``strict`` only when the tool sets it;
+    the API's default is off). platform.openai.com/docs/api-reference/chat/create#chat-create-tools
+    """
+    shaped = tool.to_openai()
+    if tool.strict is not None:
+        shaped["function"]["strict"] = tool.strict
+    return shaped
+
+
+def chat_tool_choice(choice: str) -> str | dict[str, Any]:
+    """``"auto"``, ``"required"`` and ``"none"`` as they are; a tool's name as the named
+    choice ``{"type": "function", "function": {"name": ...}}``."""
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def max_tokens_field(api_url: str | None) -> str:
+    """OpenAI's own API wants ``max_completion_tokens`` (its reasoning models reject
+    ``max_tokens``); compatible servers (DeepSeek, vLLM, llama.cpp, SGLang, OpenRouter)
+    document ``max_tokens``."""
+    own = api_url is None or urlsplit(api_url).hostname == "api.openai.com"
+    return "max_completion_tokens" if own else "max_tokens"
+
+
+def chat_options(pipe: ProviderPipe, max_tokens_key: str = "max_tokens") -> dict[str, Any]:
+    """The pipe's tools, tool choice and sampling settings as Chat Completions fields (the
+    shape Ollama's ``tools`` and OpenRouter take too)."""
+    fields: dict[str, Any] = {}
+    if pipe.tools:
+        fields["tools"] = [chat_tool(tool) for tool in pipe.tools]
+    if pipe.tools and pipe.tool_choice is not None:  # a choice without tools is a 400
+        fields["tool_choice"] = chat_tool_choice(pipe.tool_choice)
+    fields.update(pipe.sampling_fields(max_tokens=max_tokens_key))
+    return fields
 
 
 def sdk_arguments(body: Mapping[str, Any], timeout: float | None) -> dict[str, Any]:

@@ -86,6 +86,9 @@ class OpenAIResponsesPipe(ProviderPipe):
     sdk: ClassVar[str | None] = "openai"
     client_methods: ClassVar[tuple[str, ...]] = ("responses.create",)
     client_hint: ClassVar[str] = "an openai.OpenAI or openai.AsyncOpenAI client"
+    supports_stop: ClassVar[bool] = False
+    """The Responses API has no stop sequences
+    (platform.openai.com/docs/api-reference/responses/create)."""
 
     def __init__(
         self,
@@ -138,6 +141,7 @@ class OpenAIResponsesPipe(ProviderPipe):
             body["store"] = self.store
         if self.store is False:
             body["include"] = [_ENCRYPTED_INCLUDE]
+        body.update(request.responses_options(self))
         body = self.with_reasoning(body)
         for key, value in self.extra_body.items():
             current = body.get(key)

@@ -13,19 +13,63 @@ import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._events import ReasoningState
+from ..._tools import Tool, is_strict_compatible
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._policy import profile_of
 from ...conversation._preflight import problems_where, repair_where
 from .._spec import PassbackRules
 from .translate import ENCRYPTED_KIND, text_of
 
-__all__ = ["preflight", "reasoning_input_item", "repair", "sdk_arguments"]
+if TYPE_CHECKING:
+    from .._pipe import ProviderPipe
+
+__all__ = [
+    "preflight",
+    "reasoning_input_item",
+    "repair",
+    "responses_options",
+    "responses_tool",
+    "sdk_arguments",
+]
 
 _SDK_ONLY_PARAMETERS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 """Keyword arguments of the SDK's create() that are not JSON body fields."""
+
+
+def responses_tool(tool: Tool) -> dict[str, Any]:
+    """A tool as a Responses function tool: flat ``{"type": "function", "name",
+    "description", "parameters", "strict"}``.
+
+    The Responses API makes a function strict unless told otherwise, and a strict function's
+    schema must require every property and close every object
+    (platform.openai.com/docs/guides/function-calling#strict-mode). So ``strict`` is always
+    sent: the tool's own setting, else ``true`` when the schema allows it and ``false`` when
+    it does not (a parameter with a default is not required).
+    """
+    strict = tool.strict if tool.strict is not None else is_strict_compatible(tool.parameters)
+    shaped: dict[str, Any] = {"type": "function", "name": tool.name}
+    if tool.description:
+        shaped["description"] = tool.description
+    shaped["parameters"] = dict(tool.parameters)
+    shaped["strict"] = strict
+    return shaped
+
+
+def responses_options(pipe: ProviderPipe) -> dict[str, Any]:
+    """The pipe's tools, tool choice and sampling settings as Responses fields
+    (``max_output_tokens``; the Responses API has no stop sequences)."""
+    fields: dict[str, Any] = {}
+    if pipe.tools:
+        fields["tools"] = [responses_tool(tool) for tool in pipe.tools]
+    choice = pipe.tool_choice
+    if pipe.tools and choice is not None:
+        named = choice not in ("auto", "required", "none")
+        fields["tool_choice"] = {"type": "function", "name": choice} if named else choice
+    fields.update(pipe.sampling_fields(max_tokens="max_output_tokens", stop=None))
+    return fields
 
 
 def content_text(content: Any) -> str:
