@@ -166,6 +166,12 @@ class ConversationSteps:
         store: Any = None,
         conversation_id: Any = None,
     ) -> None:
+        if (store is None) != (conversation_id is None):
+            raise UsageError(
+                "a tool loop recorded in a store takes both store= (a conversation store) and "
+                f"conversation_id= (its id); got store={type(store).__name__}, "
+                f"conversation_id={conversation_id!r}"
+            )
         self.conversation = conversation
         self.repair = repair
         self.store = store

@@ -12,7 +12,7 @@ import anyio
 import openai
 import pytest
 
-from reasoning_stream import Conversation
+from reasoning_stream import Conversation, UsageError
 from reasoning_stream.store import ConversationStore
 from reasoning_stream.testing._wire import WireServer
 from tests.providers.test_budget_wire import KEY, LADDER, TRANSCRIPT, efforts, pipe_for
@@ -52,3 +52,15 @@ async def test_arun_tools_with_a_store_is_capped_too(store: ConversationStore) -
     assert result.status == "budget"
     assert efforts(server) == LADDER
     check_stored(store, conversation)
+
+
+@pytest.mark.parametrize("half", ["store", "conversation_id"])
+def test_a_stored_loop_needs_both_the_store_and_the_id(store: ConversationStore, half: str) -> None:
+    with WireServer(TRANSCRIPT) as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
+        with client:
+            conversation = Conversation().add_user("Weather?")
+            given = {"store": store} if half == "store" else {"conversation_id": "loop"}
+            with pytest.raises(UsageError, match=r"both store= .* and conversation_id="):
+                conversation.run_tools(pipe_for(client), **given)
+    assert server.requests == [] and len(conversation) == 1  # nothing sent, nothing lost
