@@ -207,6 +207,20 @@ def check_steps(result: ToolLoopResult, exchanges: list[Exchange], chunks: list[
     )
 
 
+def tool_pipe(
+    llama: LlamaServer, transport: str, stream: bool, *, max_tokens: int
+) -> tuple[OpenAIChatPipe, list[Exchange], list[str]]:
+    """A recording pipe offering both tools at temperature 0, and the channel's chunks."""
+    exchanges: list[Exchange] = []
+    chunks: list[str] = []
+    pipe = make_pipe(
+        llama, transport, stream, exchanges, tools=list(TOOLS.values()), temperature=0.0,
+        max_tokens=max_tokens,
+    )  # fmt: skip
+    pipe.set_streaming_callback(chunks.append)
+    return pipe, exchanges, chunks
+
+
 @pytest.mark.parametrize(("transport", "stream"), WAYS, ids=WAY_IDS)
 def test_run_tools_on_a_small_local_model(llama: LlamaServer, transport: str, stream: bool) -> None:
     """What the loop makes of whatever the model writes.
@@ -216,14 +230,9 @@ def test_run_tools_on_a_small_local_model(llama: LlamaServer, transport: str, st
     step, and that text is a well-formed call of an offered tool. A model that writes the tags
     gets a parsed call, and the loop runs it and sends the result back.
     """
-    exchanges: list[Exchange] = []
-    chunks: list[str] = []
+    pipe, exchanges, chunks = tool_pipe(llama, transport, stream, max_tokens=256)
     events: list[Any] = []
-    pipe = make_pipe(
-        llama, transport, stream, exchanges, tools=list(TOOLS.values()), temperature=0.0,
-        max_tokens=256,
-    )  # fmt: skip
-    pipe.set_streaming_callback(chunks.append).set_event_callback(events.append)
+    pipe.set_event_callback(events.append)
     conversation = Conversation().add_user("What is 17 plus 25? Use the add tool.")
 
     result = conversation.run_tools(pipe, max_steps=4)
@@ -257,13 +266,7 @@ def test_tool_results_reach_the_local_model(
     """A conversation that already holds a call and its result: the next request carries the
     call back on the assistant turn and the result as a ``tool`` message, and the server's
     template renders both (it answers 200, and the loop ends as it must)."""
-    exchanges: list[Exchange] = []
-    chunks: list[str] = []
-    pipe = make_pipe(
-        llama, transport, stream, exchanges, tools=list(TOOLS.values()), temperature=0.0,
-        max_tokens=128,
-    )  # fmt: skip
-    pipe.set_streaming_callback(chunks.append)
+    pipe, exchanges, chunks = tool_pipe(llama, transport, stream, max_tokens=128)
     arguments = '{"a": 17, "b": 25}'
     call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": arguments}}
     conversation = Conversation().add_user("What is 17 plus 25? Use the add tool.")
