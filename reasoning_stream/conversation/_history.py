@@ -45,11 +45,13 @@ class RequestTurns:
     where the prompt went; :func:`history_turns` (what a request builder reads) hands its
     turns back as they are, so the policy is never resolved again for that request.
     ``policy`` is ``None`` when the prompt held no history a policy decides on (a string,
-    a list of messages).
+    a list of messages). ``repair`` is set for a conversation run with ``repair=True``: the
+    request's own settings are repaired too (``_request_check``).
     """
 
     turns: tuple[HistoryTurn, ...]
     policy: PassbackPolicy | None = None
+    repair: bool = False
 
 
 def check_prompt(prompt: object) -> None:
@@ -98,7 +100,7 @@ def _conversation_turns(prompt: Any, pipe: object, method: str) -> RequestTurns 
     if not callable(turns):
         return None
     policy = PassbackPolicy.for_pipe(pipe)
-    return RequestTurns(tuple(turns(pipe, policy)), policy)
+    return RequestTurns(tuple(turns(pipe, policy)), policy, bool(getattr(prompt, "repairs", False)))
 
 
 def _scoped(prompt: Any, pipe: object) -> RequestTurns:

@@ -31,11 +31,13 @@ __all__ = [
     "anthropic_options",
     "anthropic_tool",
     "anthropic_tool_choice",
+    "budget_of",
     "convert_turns",
     "needs_interleaved_beta",
     "preflight",
     "repair",
     "thinking_on",
+    "thinking_request",
     "thinking_turned_off",
     "turn_thinking_off",
 ]
@@ -417,6 +419,21 @@ def request_thinking(pipe: Any) -> Any:
     body = pipe.with_reasoning(body)
     body.update(pipe.extra_body)
     return body.get("thinking")
+
+
+def budget_of(config: Any) -> int | None:
+    """The ``budget_tokens`` of a manual ``thinking`` config (``None`` for any other)."""
+    if not isinstance(config, Mapping) or config.get("type") != "enabled":
+        return None
+    budget = config.get("budget_tokens")
+    return budget if isinstance(budget, int) and not isinstance(budget, bool) else None
+
+
+def thinking_request(pipe: Any) -> tuple[bool, int | None]:
+    """Whether the pipe's request thinks (by its ``thinking`` field or the model's profile),
+    and its ``budget_tokens`` (request preflight reads it)."""
+    config = request_thinking(pipe)
+    return thinking_on(profile_of(pipe), config), budget_of(config)
 
 
 def preflight(

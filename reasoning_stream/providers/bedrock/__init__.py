@@ -455,6 +455,7 @@ SPEC = ProviderSpec(
     effort=PLANNER,
     preflight=bedrock_request.preflight,
     repair=bedrock_request.repair,
+    thinking_request=bedrock_request.thinking_request,
     demo=Demo("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6", _demo_pipe),
     api_root=ApiRoot(
         "https://bedrock-runtime.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"

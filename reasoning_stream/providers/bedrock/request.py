@@ -20,6 +20,7 @@ from ...conversation._history import in_received_order
 from ...conversation._policy import profile_of
 from .._spec import PassbackRules
 from ..anthropic.request import (
+    budget_of,
     convert_turns,
     repair_tool_loop,
     thinking_enabled,
@@ -41,6 +42,7 @@ __all__ = [
     "deepseek_prompt",
     "preflight",
     "repair",
+    "thinking_request",
 ]
 
 
@@ -326,6 +328,15 @@ def preflight(
     if not explicit and not thinking_on(profile, fields.get("thinking")):
         return []
     return tool_loop_problems(pipe, turns, label="Bedrock (Claude)")
+
+
+def thinking_request(pipe: Any) -> tuple[bool, int | None]:
+    """Whether the pipe's request thinks (Claude's thinking config in the model fields, or the
+    model's profile), and its ``budget_tokens`` (request preflight reads it)."""
+    fields = model_fields(pipe)
+    explicit = any(thinking_enabled(fields.get(name)) for name in _THINKING_FIELDS)
+    on = explicit or thinking_on(profile_of(pipe), fields.get("thinking"))
+    return on, budget_of(fields.get("thinking"))
 
 
 def repair(
