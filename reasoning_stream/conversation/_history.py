@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from .._events import ReasoningState
 from .._exceptions import UsageError
-from .._messages import messages_from_prompt
+from .._messages import messages_from_prompt, tool_error_extra
 from .._turns import HistoryTurn
 from ._policy import PassbackPolicy
 
@@ -117,7 +117,17 @@ def _scoped(prompt: Any, pipe: object) -> RequestTurns:
         policy = PassbackPolicy.for_pipe(pipe)
         return RequestTurns(tuple(_with_policy(turn, policy) for turn in given), policy)
     check_prompt(prompt)
-    return RequestTurns(tuple(HistoryTurn(message) for message in messages_from_prompt(prompt)))
+    messages = messages_from_prompt(prompt)
+    # A list's tool messages keep their inert is_error as the turn's extra (one per message).
+    originals: list[Mapping[str, Any]] = (
+        [{}] * len(messages) if isinstance(prompt, str) else list(prompt)
+    )
+    return RequestTurns(
+        tuple(
+            HistoryTurn(message, extra=tool_error_extra(original))
+            for message, original in zip(messages, originals, strict=True)
+        )
+    )
 
 
 def _with_policy(turn: HistoryTurn, policy: PassbackPolicy) -> HistoryTurn:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._events import ReasoningState
-from .._messages import strip_inert_keys
+from .._messages import strip_inert_keys, tool_error_extra
 from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ._policy import PassbackPolicy
 from ._preflight import (
@@ -130,7 +130,7 @@ class PassbackHistory:
         for index, (message, record) in enumerate(zip(self._messages, self._records, strict=True)):
             visible = plain_copy(strip_inert_keys(message))
             if role_of(message) != "assistant" or record is None or not record.made_by(target):
-                turns.append(HistoryTurn(visible))
+                turns.append(HistoryTurn(visible, extra=tool_error_extra(message)))
                 continue
             in_loop = index >= loop_start
             states: tuple[ReasoningState, ...] = ()

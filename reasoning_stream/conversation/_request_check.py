@@ -46,8 +46,8 @@ EFFORT_WITHOUT_THINKING = "effort_without_thinking"
 ``output_config.effort`` applies with thinking off too), so no rule reports it yet."""
 
 ANSWER_ROOM = 4096
-"""Tokens a repair leaves for the answer above the thinking budget (the Anthropic pipe's own
-default room)."""
+"""Tokens a repair leaves for the answer above the thinking budget (the room a Claude pipe
+leaves by default when it is given no ``max_tokens``)."""
 
 _FREE_CHOICES = (None, "auto", "none")
 

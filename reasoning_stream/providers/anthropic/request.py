@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._events import ReasoningState
 from ..._exceptions import UsageError
+from ..._messages import TOOL_ERROR
 from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import in_received_order, tool_call_arguments
@@ -187,13 +188,20 @@ def _assistant_message(
     return {"role": "assistant", "content": blocks}
 
 
-def _tool_result_block(message: Mapping[str, Any]) -> dict[str, Any]:
+def _tool_result_block(turn: HistoryTurn) -> dict[str, Any]:
+    """A tool message as a ``tool_result`` block; a failed call's with ``is_error: true``
+    (docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use#handling-tool-use-and-tool-result-content-blocks;
+    the SDK's ``ToolResultBlockParam.is_error``)."""
+    message = turn.message
     content = field_of(message, "content")
-    return {
+    block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": text_of(field_of(message, "tool_call_id")),
         "content": content if isinstance(content, str) else _content_blocks(content),
     }
+    if turn.extra.get(TOOL_ERROR):
+        block["is_error"] = True
+    return block
 
 
 def convert_turns(
@@ -221,7 +229,7 @@ def convert_turns(
             if results is None:
                 results = []
                 messages.append({"role": "user", "content": results})
-            results.append(_tool_result_block(message))
+            results.append(_tool_result_block(turn))
             continue
         results = None
         if role in ("system", "developer"):

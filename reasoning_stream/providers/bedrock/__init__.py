@@ -293,7 +293,9 @@ class BedrockPipe(ProviderPipe):
         """
         turns = self.turns(prompt)
         if self.api == "converse":
-            messages, system = converse_messages(turns)
+            messages, system = converse_messages(
+                turns, error_status=bedrock_request.takes_tool_status(self.model_id)
+            )
             request: dict[str, Any] = {"modelId": self.model_id, "messages": messages}
             if system:
                 request["system"] = system

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._events import ReasoningState
 from ..._exceptions import UsageError
+from ..._messages import TOOL_ERROR
 from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import in_received_order
@@ -42,6 +43,7 @@ __all__ = [
     "deepseek_prompt",
     "preflight",
     "repair",
+    "takes_tool_status",
     "thinking_request",
 ]
 
@@ -169,13 +171,32 @@ def _merge_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
+TOOL_STATUS_MODELS = ("anthropic.claude", "amazon.nova")
+"""Model ids (without a geographic prefix) whose Converse ``toolResult`` takes ``status``:
+botocore's service model documents the field as "only supported by Amazon Nova and Anthropic
+Claude 3 and 4 models" (``ToolResultBlock.status``, ``success`` | ``error``)."""
+
+
+def takes_tool_status(model_id: str) -> bool:
+    """Whether a Converse ``toolResult`` for ``model_id`` may carry ``status``.
+
+    >>> takes_tool_status("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    True
+    >>> takes_tool_status("meta.llama3-70b-instruct-v1:0")
+    False
+    """
+    lowered = model_id.lower()
+    return any(family in lowered for family in TOOL_STATUS_MODELS)
+
+
 def converse_messages(
-    turns: Sequence[HistoryTurn],
+    turns: Sequence[HistoryTurn], *, error_status: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Canonical turns as Converse ``(messages, system)``.
 
     Tool calls become ``toolUse`` blocks with ``input`` as an object; tool results become
-    ``toolResult`` blocks in a user message; an assistant turn's states go back first.
+    ``toolResult`` blocks in a user message (a failed call's with ``status: "error"`` when
+    ``error_status``: the model takes it); an assistant turn's states go back first.
     """
     system: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
@@ -192,6 +213,8 @@ def converse_messages(
                 "toolUseId": message.get("tool_call_id") or "",
                 "content": [{"text": text}],
             }
+            if error_status and turn.extra.get(TOOL_ERROR):
+                result["status"] = "error"
             messages.append({"role": "user", "content": [{"toolResult": result}]})
             continue
         content: list[dict[str, Any]] = []
