@@ -382,4 +382,5 @@ Event: TypeAlias = (
     | ToolResult
     | UsageReport
     | OpaqueState
+    | ReasoningHidden
 )
