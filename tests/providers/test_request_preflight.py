@@ -298,3 +298,19 @@ def test_preflight_names_exactly_what_the_docs_reject(
     found = asked().preflight(pipe)
     assert [problem.code for problem in found] == oracle(choice, temperature, top_p, max_tokens)
     assert all(problem.index == -1 for problem in found)
+
+
+def test_a_store_run_refuses_then_repairs_the_request(wire: Wire, tmp_path: Any) -> None:
+    from reasoning_stream.store import SQLiteStore
+
+    pipe = wire.claude(thinking=THINKING, tools=[get_time], tool_choice="required")
+    with SQLiteStore(tmp_path / "conversations.db") as store:
+        store.save("c1", asked())
+        before = len(wire.server.requests)
+        with pytest.raises(UsageError, match="forced_tool_choice_with_thinking"):
+            store.run("c1", pipe)
+        assert len(wire.server.requests) == before
+        with pytest.warns(UserWarning, match="-> 'auto'"):
+            store.run("c1", pipe, repair=True)
+        assert wire.server.requests[before].json()["tool_choice"] == {"type": "auto"}
+        assert len(store.load("c1")[0]) == 2
