@@ -5,8 +5,9 @@ pipe would send around it: its tool choice, sampling settings and output limit, 
 the model's profile says its provider rejects while the model thinks (``thinking_rejects``,
 ``thinking_top_p``, ``rejects_sources``: data, with the doc pages that say so). Whether a
 request thinks, and with what budget, is the provider's business: its spec's
-``thinking_request(pipe) -> (on, budget)``; a provider without one counts only a model that
-always thinks as thinking.
+``thinking_request(pipe) -> (on, budget)`` (:func:`always_thinks` for an API whose only
+thinking models are the ones that always think). A provider without one is not checked: a
+gateway may drop the parameters a model does not take instead of failing.
 
 A request problem is a :class:`PassbackProblem` whose ``index`` is :data:`REQUEST` (``-1``):
 it belongs to no message. :func:`request_problems` names them (``conversation.preflight``
@@ -31,6 +32,7 @@ __all__ = [
     "FORCED_TOOL_CHOICE_WITH_THINKING",
     "REQUEST",
     "SAMPLING_WITH_THINKING",
+    "always_thinks",
     "request_pipe",
     "request_problems",
 ]
@@ -52,16 +54,23 @@ leaves by default when it is given no ``max_tokens``)."""
 _FREE_CHOICES = (None, "auto", "none")
 
 
+def always_thinks(pipe: Any) -> tuple[bool, int | None]:
+    """A provider's ``thinking_request`` where a request thinks exactly when the model's
+    profile says it always does (no budget)."""
+    return pipe.profile.thinking == "always", None
+
+
 def _thinking(pipe: Any) -> tuple[bool, int | None]:
-    """Whether ``pipe``'s request thinks, and its thinking budget (``None``: none set)."""
+    """Whether ``pipe``'s request thinks, and its thinking budget (``None``: none set); a
+    provider that registers no ``thinking_request`` is not checked."""
     from ..providers._spec import spec  # at call time: the registry imports providers
 
     found = spec(getattr(pipe, "provider", None))
     hook = getattr(found, "thinking_request", None)
-    if hook is not None:
-        on, budget = hook(pipe)
-        return bool(on), budget
-    return pipe.profile.thinking == "always", None
+    if hook is None:
+        return False, None
+    on, budget = hook(pipe)
+    return bool(on), budget
 
 
 def _cited(profile: Any) -> str:

@@ -166,8 +166,8 @@ class ProviderSpec:
         semconv_name: the OpenTelemetry GenAI conventions' ``gen_ai.provider.name`` for it.
         thinking_request: ``pipe -> (on, budget)``: whether the request ``pipe`` would send
             thinks, and its thinking budget in tokens (``None``: none); request preflight
-            (``conversation._request_check``) reads it. Without it, only a model whose profile
-            says it always thinks counts as thinking.
+            (``conversation._request_check``) reads it. Without it, the request's settings are
+            not checked.
     """
 
     id: str

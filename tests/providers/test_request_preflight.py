@@ -258,6 +258,18 @@ def test_openai_reasoning_models_refuse_temperature_and_top_p(wire: Wire) -> Non
     assert codes(OpenAIChatPipe("gpt-4.1", client=wire.openai, temperature=0.2)) == []
 
 
+def test_providers_without_request_rules_are_not_checked() -> None:
+    """OpenRouter registers no ``thinking_request``: its requests are not checked, even for a
+    Claude row that lists what Anthropic rejects (the gateway normalizes parameters)."""
+    from reasoning_stream.providers import OpenRouterPipe
+
+    pipe = OpenRouterPipe(
+        "anthropic/claude-opus-5-5", base_url="http://127.0.0.1:9/api/v1", api_key=KEY,
+        temperature=0.5,
+    )  # fmt: skip
+    assert pipe.profile.thinking_rejects and codes(pipe) == []
+
+
 # ---------------------------------------------------------------------------- the law
 
 
