@@ -44,7 +44,7 @@ from ._events import (
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
 from ._loops import warn_if_loop_running
 from ._retry import RetryPolicy, announce, aretried, retried
-from ._sources import atimed, batches_of_one, threaded, timed
+from ._sources import aclose_source, atimed, batches_of_one, close_source, threaded, timed
 from ._unicode import REPLACEMENT, checked_delta, is_clean, mend_delta, whole
 
 __all__ = [
@@ -510,9 +510,7 @@ class Pipe:
             try:
                 pump(self, channel, source, dispatch(type(self), Pipe))
             finally:
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
+                close_source(source)
         except BaseException as error:
             raised = self._conclude(error)
             deliver_sync(channel, on_error, in_run=True, final=True)
@@ -540,10 +538,7 @@ class Pipe:
             try:
                 await apump(self, channel, source, dispatch(type(self), Pipe), batched=batched)
             finally:
-                aclose = getattr(source, "aclose", None)
-                if aclose is not None:
-                    with anyio.CancelScope(shield=True):
-                        await aclose()
+                await aclose_source(source)
         except BaseException as error:
             raised = self._conclude(error)
             # After a cancellation the closing chunks still go out, but a stuck async
