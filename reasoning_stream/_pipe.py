@@ -24,6 +24,8 @@ from ._callbacks import (
     StreamingCallback,
     check_sync_callbacks,
     checked_callable,
+    with_callback,
+    without_callback,
 )
 from ._capture import Capture, PipeResult, Status, Timings, status_for
 from ._channel import Channel, claim, release
@@ -174,15 +176,13 @@ class Pipe:
 
         Anything that cannot be called raises ``UsageError`` here.
         """
-        checked_callable(callback, "a streaming callback")
-        if not any(existing is callback for existing in self._callbacks):
-            self._callbacks = (*self._callbacks, callback)
-            self._channel.close_lanes()
+        self._callbacks = with_callback(self._callbacks, callback, "a streaming callback")
+        self._channel.close_lanes()
         return self
 
     def remove_streaming_callback(self, callback: StreamingCallback) -> Self:
         """Remove a streaming callback added earlier; unknown callbacks are ignored."""
-        self._callbacks = tuple(c for c in self._callbacks if c is not callback)
+        self._callbacks = without_callback(self._callbacks, callback)
         self._channel.close_lanes()
         return self
 
@@ -191,15 +191,13 @@ class Pipe:
 
         Anything that cannot be called raises ``UsageError`` here.
         """
-        checked_callable(callback, "an event callback")
-        if not any(existing is callback for existing in self._event_callbacks):
-            self._event_callbacks = (*self._event_callbacks, callback)
-            self._channel.close_lanes()
+        self._event_callbacks = with_callback(self._event_callbacks, callback, "an event callback")
+        self._channel.close_lanes()
         return self
 
     def remove_event_callback(self, callback: EventCallback) -> Self:
         """Remove an event callback added earlier; unknown callbacks are ignored."""
-        self._event_callbacks = tuple(c for c in self._event_callbacks if c is not callback)
+        self._event_callbacks = without_callback(self._event_callbacks, callback)
         self._channel.close_lanes()
         return self
 
