@@ -331,7 +331,8 @@ def model_tail(model: str) -> str:
 
 Planner: TypeAlias = Callable[[ModelProfile, str, Ask, int | None, str], Draft]
 """``(profile, model, ask, max_tokens, where) -> Draft``: one provider's mapping. ``ask``
-has kind ``"default"`` when only a display was asked for."""
+has kind ``"default"`` when only a display was asked for; a profile that never thinks does not
+reach it (:meth:`EffortPlanner.draft`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,3 +346,12 @@ class EffortPlanner:
     plan: Planner
     notes: tuple[str, ...] = ()
     zero_means_off: Callable[[ModelProfile], bool] = field(default=lambda profile: False)
+
+    def draft(
+        self, profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
+    ) -> Draft:
+        """The provider's mapping for ``ask``; a model whose profile says it never thinks gets
+        :func:`cannot_reason`'s draft on every provider, before the mapping is asked."""
+        if profile.thinking == "never":
+            return cannot_reason()
+        return self.plan(profile, model, ask, max_tokens, where)

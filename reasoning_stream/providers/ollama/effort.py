@@ -10,7 +10,6 @@ from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,
-    cannot_reason,
     level_for,
     without_display,
 )
@@ -20,8 +19,6 @@ from ...profiles import ModelProfile
 def _plan_ollama(
     profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
 ) -> Draft:
-    if profile.thinking == "never":
-        return cannot_reason()
     return without_display(_plan(profile, ask, where), ask, profile, where, "Ollama")
 
 

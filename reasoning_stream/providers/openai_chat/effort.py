@@ -16,7 +16,6 @@ from ..._effort_planner import (
     Draft,
     EffortPlanner,
     always_reasons,
-    cannot_reason,
     level_for,
     without_display,
 )
@@ -58,8 +57,6 @@ def effort_draft(
 def _plan_openai_chat(
     profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
 ) -> Draft:
-    if profile.thinking == "never":
-        return cannot_reason()
     return without_display(_plan(profile, ask, where), ask, profile, where, "Chat Completions")
 
 
