@@ -32,6 +32,7 @@ __all__ = [
     "ask_for",
     "cannot_reason",
     "check_display",
+    "displayless",
     "level_for",
     "merge_params",
     "model_tail",
@@ -320,6 +321,18 @@ def without_display(draft: Draft, ask: Ask, profile: ModelProfile, where: str, a
             f"{shown}"
         )
     return draft
+
+
+def displayless(plan: Callable[[ModelProfile, Ask, str], Draft], api: str) -> Planner:
+    """The :data:`Planner` of an API with no display field: ``plan(profile, ask, where)``, with
+    :func:`without_display`'s note naming ``api``."""
+
+    def planner(
+        profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
+    ) -> Draft:
+        return without_display(plan(profile, ask, where), ask, profile, where, api)
+
+    return planner
 
 
 def model_tail(model: str) -> str:
