@@ -45,8 +45,7 @@ from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ..._redact import redact_url_credentials, split_url_credentials
 from ..._turns import HistoryTurn
-from ...conversation._policy import PassbackPolicy
-from ...profiles import ModelProfile
+from ...conversation._policy import state_passback
 from .._clients import require
 from .._errors import build_error, provider_error, retry_after_seconds
 from .._pipe import PipeOptions, ProviderPipe
@@ -427,12 +426,6 @@ def _with_beta(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {**fields, "anthropic_beta": betas}
 
 
-def _passback(profile: ModelProfile) -> PassbackPolicy:
-    # Reasoning blocks with their signatures go back as the model's profile says (Claude with
-    # preserved thinking: every earlier turn; others: the current tool loop).
-    return PassbackPolicy(states=profile.passback)
-
-
 def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
     boto3 = require("boto3", "bedrock")
     config = require("botocore.config", "bedrock")
@@ -453,7 +446,9 @@ SPEC = ProviderSpec(
     pipe="BedrockPipe",
     extra="bedrock",
     key_needed=False,
-    passback=_passback,
+    # Reasoning blocks with their signatures go back as the model's profile says (Claude with
+    # preserved thinking: every earlier turn; others: the current tool loop).
+    passback=state_passback,
     effort=PLANNER,
     preflight=bedrock_request.preflight,
     repair=bedrock_request.repair,
