@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import UsageError
-from ._envelopes import ENVELOPE_KEY, EnvelopeInvalid, SealKeys, seal_keys_or_none
+from ._envelopes import (
+    ENVELOPE_KEY,
+    EnvelopeInvalid,
+    SealKeys,
+    seal_keys_or_none,
+    steps_in,
+    turn_binding,
+)
 from ._records import TurnRecord
 
 __all__ = ["METADATA_KEY", "Rebuilt", "from_ag_ui_messages", "from_ui_messages"]
@@ -36,6 +43,10 @@ _MISSING = (
     "made elsewhere), so its reasoning state cannot be restored"
 )
 _NO_KEYS = "the turn carries a sealed envelope, but no seal_keys were given to open it"
+_NOT_IN_RUN = (
+    "the assistant turn has no record in its run's sealed envelope (a step the run did not "
+    "finish, or a turn made elsewhere)"
+)
 
 
 @dataclass
@@ -59,42 +70,101 @@ class _Turn:
         return message
 
 
-def _record(turn: _Turn, keys: SealKeys | None) -> TurnRecord | None:
-    """The turn's record from its envelope, or one that says why there is none."""
-    envelopes = list(dict.fromkeys(str(item) for item in turn.envelopes))
-    if not envelopes:
-        return None if keys is None else TurnRecord(None, None, envelope_problem=_MISSING)
-    if keys is None:
-        return TurnRecord(None, None, envelope_problem=_NO_KEYS)
-    if len(envelopes) > 1:
-        return TurnRecord(
-            None,
-            None,
-            envelope_problem="the assistant turn carries several different envelopes",
-        )
-    try:
-        return keys.open(turn.envelopes[0])
-    except EnvelopeInvalid as problem:
-        return TurnRecord(None, None, envelope_problem=problem.reason)
+    def binding(self) -> bytes:
+        """What this turn's envelope was bound to: its text and tool call ids, as sent back."""
+        return turn_binding("".join(self.text), [call.get("id") for call in self.calls])
+
+
+def _problem(reason: str) -> TurnRecord:
+    return TurnRecord(None, None, envelope_problem=reason)
 
 
 class _Builder:
-    """Gathers messages and turns in order; a turn is flushed at the next non-assistant one."""
+    """Gathers messages and turns in order; a turn is flushed at the next non-assistant one.
+
+    The assistant turns since the last user or system message, or since the last sealed turn,
+    are one run's: its envelope (on the run's last turn) holds a record per model step, bound
+    to the text and tool calls of each, and is matched to consecutive turns of the run (the
+    first ones, unless a turn from elsewhere precedes them; a step the run did not finish,
+    after them, has no record).
+    """
 
     def __init__(self, keys: Any) -> None:
         self.keys = seal_keys_or_none(keys)
         self.out: Rebuilt = []
         self.turn = _Turn()
+        self.run: list[tuple[int, _Turn]] = []
 
     def flush(self) -> None:
         turn, self.turn = self.turn, _Turn()
-        if turn.seen:
-            self.out.append((turn.message(), _record(turn, self.keys)))
-            self.out += [(result, None) for result in turn.results]
+        if not turn.seen:
+            return
+        self.run.append((len(self.out), turn))
+        self.out.append((turn.message(), None))
+        self.out += [(result, None) for result in turn.results]
+        if turn.envelopes:
+            self.seal_run()
 
     def add(self, message: dict[str, Any]) -> None:
         self.flush()
+        if message.get("role") != "tool":
+            self.end_run()
         self.out.append((message, None))
+
+    def end_run(self) -> None:
+        """Turns left without an envelope: missing, when keys are given."""
+        for index, _turn in self.run:
+            if self.keys is not None:
+                self.out[index] = (self.out[index][0], _problem(_MISSING))
+        self.run = []
+
+    def seal_run(self) -> None:
+        run, self.run = self.run, []
+        sealed = run[-1][1]
+        envelopes = list(dict.fromkeys(str(item) for item in sealed.envelopes))
+        records: dict[int, TurnRecord] = {}
+        if self.keys is None:
+            records[len(run) - 1] = _problem(_NO_KEYS)
+        elif len(envelopes) > 1:
+            records = {
+                position: _problem("the assistant turn carries several different envelopes")
+                for position in range(len(run))
+            }
+        else:
+            records = _match(run, sealed.envelopes[0], self.keys)
+        for position, (index, _turn) in enumerate(run):
+            self.out[index] = (self.out[index][0], records.get(position))
+
+    def finish(self) -> Rebuilt:
+        self.flush()
+        self.end_run()
+        return self.out
+
+
+def _match(run: list[tuple[int, _Turn]], envelope: Any, keys: SealKeys) -> dict[int, TurnRecord]:
+    """Each turn of ``run`` (by position) with its record from ``envelope``, or a problem."""
+    try:
+        steps = steps_in(envelope)
+    except EnvelopeInvalid as problem:
+        return {position: _problem(problem.reason) for position in range(len(run))}
+    bindings = [turn.binding() for _index, turn in run]
+    reason = (
+        f"the envelope holds {steps} model step(s), but only {len(run)} assistant turn(s) "
+        "came back for its run"
+    )
+    for offset in range(max(0, len(run) - steps) + 1):
+        if offset + steps > len(run):
+            break
+        try:
+            opened = keys.open(envelope, bindings[offset : offset + steps])
+        except EnvelopeInvalid as problem:
+            reason = problem.reason
+            continue
+        records = {offset + step: record for step, record in enumerate(opened)}
+        for position in range(len(run)):
+            records.setdefault(position, _problem(_NOT_IN_RUN))
+        return records
+    return {position: _problem(reason) for position in range(len(run))}
 
 
 def _plain(message: Any, where: str) -> dict[str, Any]:
@@ -193,8 +263,7 @@ def from_ag_ui_messages(messages: Iterable[Any], keys: Any) -> Rebuilt:
             )
         elif role != "activity":
             raise UsageError(f"{where} has role {role!r}, which AG-UI does not define")
-    builder.flush()
-    return builder.out
+    return builder.finish()
 
 
 def _envelope_of(part: Mapping[str, Any]) -> Any:
@@ -287,4 +356,4 @@ def from_ui_messages(messages: Iterable[Any], keys: Any) -> Rebuilt:
                 _tool_part(turn, part, kind)
             # Sources, files and data parts are the application's: no provider needs them.
         builder.flush()
-    return builder.out
+    return builder.finish()

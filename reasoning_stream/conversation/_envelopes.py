@@ -2,16 +2,20 @@
 
 A client that holds the history itself (an AG-UI or AI SDK front end) needs to send each turn's
 signatures and encrypted reasoning back, yet must neither read nor alter them. The hub seals the
-turn's :class:`TurnRecord` (its opaque states in order, each with its scope: provider, model,
-endpoint, kind, payload, block; and the turn's own scope) into one envelope, a short ASCII
-string; the browser keeps it; ``Conversation.from_ag_ui`` / ``from_ui_messages`` open it again.
+run's :class:`TurnRecord` s (one per model step: a tool loop run by a hub has several; each
+with its opaque states in order, each state with its scope: provider, model, endpoint, kind,
+payload, block; and the turn's own scope) into one envelope, a short ASCII string; the browser
+keeps it; ``Conversation.from_ag_ui`` / ``from_ui_messages`` open it again.
 
 The cipher is AES-256-GCM from the ``cryptography`` package (``pip install
 'reasoning-stream[envelopes]'``): a random 96-bit nonce per envelope, and associated data that
-binds the envelope to its purpose and to its header, so an envelope made for something else,
-or one whose header was edited, does not open. The envelope is::
+binds the envelope to its purpose, to its header, and to the turns it belongs to: for each
+step, a digest of the answer text the run produced and of its tool call ids (see
+:func:`turn_binding`), as the client sends them back. An envelope made for something else, one
+whose header was edited, or one moved onto another assistant turn does not open (a client that
+sends the text back unchanged is fine). The envelope is::
 
-    rs1.<key id>.<base64url(nonce + ciphertext + tag)>
+    rs1.<key id>.<steps>.<base64url(nonce + ciphertext + tag)>
 
 The key id, in clear, names the key that sealed it (16 hex digits of a SHA-256 of the key, which
 says nothing about the key), so keys rotate: ``seal_keys=[new, *older]`` seals with the first
@@ -26,7 +30,7 @@ import binascii
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeAlias
 
 from .._exceptions import UsageError
@@ -38,6 +42,7 @@ __all__ = [
     "SealKey",
     "SealKeys",
     "seal_keys_or_none",
+    "turn_binding",
 ]
 
 SealKey: TypeAlias = "bytes | str"
@@ -50,6 +55,7 @@ _VERSION = "rs1"
 _PURPOSE = b"reasoning-stream sealed turn record\x00"
 _NONCE = 12
 _KEY_BYTES = 32
+_MAX_STEPS = 10_000
 _INSTALL = (
     "sealed envelopes need the cryptography package: pip install 'reasoning-stream[envelopes]'"
 )
@@ -72,6 +78,32 @@ def _aesgcm() -> Any:
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(_INSTALL) from error
     return AESGCM
+
+
+def turn_binding(text: str, call_ids: Iterable[str | None] = ()) -> bytes:
+    """What binds an envelope to one assistant turn: a digest of its answer text and its tool
+    call ids, in order (32 bytes; the text cannot be read back from it).
+
+    >>> turn_binding("Hi.") == turn_binding("Hi.", [])
+    True
+    >>> turn_binding("Hi.") == turn_binding("Hi!")
+    False
+    """
+    data = json.dumps([text, [None if i is None else str(i) for i in call_ids]])
+    return hashlib.sha256(b"reasoning-stream turn\x00" + data.encode()).digest()
+
+
+def steps_in(envelope: object) -> int:
+    """How many model steps ``envelope`` holds, from its clear header; :class:`EnvelopeInvalid`
+    when it is not one this library sealed."""
+    if isinstance(envelope, str):
+        parts = envelope.split(".")
+        if len(parts) == 4 and parts[0] == _VERSION and parts[2].isdigit() and parts[3]:
+            steps = int(parts[2])
+            if 0 < steps <= _MAX_STEPS:
+                return steps
+        raise EnvelopeInvalid("the envelope is malformed (not one this library sealed)")
+    raise EnvelopeInvalid(f"the envelope is a {type(envelope).__name__}, not a str")
 
 
 def _key_bytes(key: object, position: int) -> bytes:
@@ -109,10 +141,10 @@ class SealKeys:
     """The keys that seal and open envelopes: the first seals, every one opens.
 
     >>> keys = SealKeys([bytes(range(32))])
-    >>> record = TurnRecord("acme", "acme-1")
-    >>> keys.open(keys.seal(record)) == record
+    >>> record, turn = TurnRecord("acme", "acme-1"), [turn_binding("Hello.")]
+    >>> keys.open(keys.seal([record], turn), turn) == (record,)
     True
-    >>> keys.seal(record).startswith("rs1." + keys.key_ids[0] + ".")
+    >>> keys.seal([record], turn).startswith("rs1." + keys.key_ids[0] + ".1.")
     True
     """
 
@@ -137,43 +169,62 @@ class SealKeys:
     def __repr__(self) -> str:
         return f"SealKeys(key_ids={list(self.key_ids)!r})"
 
-    def seal(self, record: TurnRecord) -> str:
-        """``record`` sealed with the first key: an ASCII envelope nobody can read or alter."""
+    def seal(self, records: Sequence[TurnRecord], bindings: Sequence[bytes]) -> str:
+        """``records`` (one per model step, in order) sealed with the first key, bound to the
+        turns a client will send back (``bindings``: :func:`turn_binding` of each step): an
+        ASCII envelope nobody can read, alter, or move onto another turn."""
+        if not records or len(records) != len(bindings):
+            raise UsageError("seal() takes one binding per record, and at least one record")
         key_id = self.key_ids[0]
-        header = f"{_VERSION}.{key_id}"
-        plain = json.dumps(record.to_json(), separators=(",", ":")).encode()
+        header = f"{_VERSION}.{key_id}.{len(records)}"
+        plain = json.dumps(
+            {"turns": [record.to_json() for record in records]}, separators=(",", ":")
+        ).encode()
         nonce = os.urandom(_NONCE)
-        sealed = self._ciphers[key_id].encrypt(nonce, plain, _PURPOSE + header.encode())
+        sealed = self._ciphers[key_id].encrypt(nonce, plain, _associated(header, bindings))
         body = base64.urlsafe_b64encode(nonce + sealed).rstrip(b"=").decode("ascii")
         return f"{header}.{body}"
 
-    def open(self, envelope: object) -> TurnRecord:
-        """The record sealed in ``envelope``; :class:`EnvelopeInvalid` when it does not open."""
-        if not isinstance(envelope, str):
-            raise EnvelopeInvalid(f"the envelope is a {type(envelope).__name__}, not a str")
-        version, _, rest = envelope.partition(".")
-        key_id, _, body = rest.partition(".")
-        if version != _VERSION or not body:
-            raise EnvelopeInvalid("the envelope is malformed (not one this library sealed)")
+    def open(self, envelope: object, bindings: Sequence[bytes]) -> tuple[TurnRecord, ...]:
+        """The records sealed in ``envelope`` for the turns ``bindings`` name;
+        :class:`EnvelopeInvalid` when it does not open (altered, foreign key, other turns)."""
+        steps = steps_in(envelope)
+        assert isinstance(envelope, str)
+        version, key_id, count, body = envelope.split(".")
         cipher = self._ciphers.get(key_id)
         if cipher is None:
             raise EnvelopeInvalid(
                 "the envelope was sealed with a key these seal_keys do not hold (a foreign "
                 "key, or an old key retired from the list)"
             )
+        if len(bindings) != steps:
+            raise EnvelopeInvalid(
+                f"the envelope holds {steps} model step(s), but {len(bindings)} assistant "
+                "turn(s) came back for it"
+            )
         try:
             data = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
             plain = cipher.decrypt(
-                data[:_NONCE], data[_NONCE:], _PURPOSE + f"{version}.{key_id}".encode()
+                data[:_NONCE],
+                data[_NONCE:],
+                _associated(f"{version}.{key_id}.{count}", bindings),
             )
         except Exception:  # InvalidTag, a short body, bad base64: all say "altered"
             raise EnvelopeInvalid(
-                "the envelope was altered (it does not authenticate under its key)"
+                "the envelope does not authenticate under its key: it was altered, or moved "
+                "onto an assistant turn it was not sealed for (its text or tool calls differ)"
             ) from None
         try:
-            return TurnRecord.from_json(json.loads(plain))
+            turns = json.loads(plain)["turns"]
+            return tuple(TurnRecord.from_json(turn) for turn in turns)
         except (ValueError, KeyError, TypeError):  # pragma: no cover - sealed by a newer format
             raise EnvelopeInvalid("the envelope holds a record this version cannot read") from None
+
+
+def _associated(header: str, bindings: Sequence[bytes]) -> bytes:
+    """The associated data: purpose, clear header, and each step's turn binding (32 bytes
+    each, their count in the header)."""
+    return _PURPOSE + header.encode() + b"".join(bindings)
 
 
 def seal_keys_or_none(keys: SealKeys | Sequence[SealKey] | None) -> SealKeys | None:

@@ -191,17 +191,33 @@ class Hub:
             self.seal_keys = seal_keys_or_none(seal_keys)  # type: ignore[arg-type]
 
     def _envelope(self, result: object) -> str | None:
-        """The run's record, opaque states included, sealed for its final entry (hubs given
-        ``seal_keys``): raw state never leaves this process, its envelope may."""
+        """The run's records, opaque states included, sealed for its final entry (hubs given
+        ``seal_keys``): raw state never leaves this process, its envelope may. One record per
+        model step (a tool loop has several), each bound to the answer text and tool calls
+        that step published, as the client will send them back."""
         keys = self.seal_keys
-        if isinstance(result, PipelineResult):
-            result = result.results[-1] if result.results else None
-        if keys is None or not isinstance(result, PipeResult):
+        if keys is None:
             return None
+        from ..conversation._envelopes import turn_binding
         from ..conversation._records import TurnRecord
 
+        if isinstance(result, ToolLoopResult):
+            steps = [step.result for step in result.steps]
+        elif isinstance(result, PipelineResult):  # the client keeps one turn: every pipe's words
+            steps = [result.results[-1]] if result.results else []
+            texts = "".join(each.text for each in result.results)
+            calls = [call.id for each in result.results for call in each.tool_calls]
+            bindings = [turn_binding(texts, calls)]
+        elif isinstance(result, PipeResult):
+            steps = [result]
+        else:
+            return None
+        if not steps:
+            return None
+        if not isinstance(result, PipelineResult):
+            bindings = [turn_binding(s.text, [call.id for call in s.tool_calls]) for s in steps]
         try:
-            return keys.seal(TurnRecord.from_result(result))
+            return keys.seal([TurnRecord.from_result(step) for step in steps], bindings)
         except Exception as error:  # the run's end is written whatever happens here
             logger.warning("could not seal the run's reasoning state: %s", type(error).__name__)
             return None

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from reasoning_stream import ReasoningState, UsageError
 from reasoning_stream.conversation import Conversation, TurnRecord
-from reasoning_stream.conversation._envelopes import EnvelopeInvalid, SealKeys
+from reasoning_stream.conversation._envelopes import EnvelopeInvalid, SealKeys, turn_binding
 from reasoning_stream.testing import ScriptedPipe
 from tests.conversation.helpers import FakePipe
 from tests.helpers import examples
@@ -35,6 +35,21 @@ from tests.helpers import examples
 PURE = settings(max_examples=examples(40), deadline=None)
 # Fixed keys (pytest-xdist workers must collect the same test ids): random enough for tests.
 OLD, NEW, FOREIGN = (hashlib.sha256(name).digest() for name in (b"old", b"new", b"foreign"))
+
+TURN = [turn_binding("")]
+"""The binding of an assistant turn with no text and no tool calls."""
+HELLO = [turn_binding("Hello.")]
+
+
+def seal(keys: SealKeys, record: TurnRecord, binding: list[bytes] = TURN) -> str:
+    """``record`` sealed alone, bound to one turn."""
+    return keys.seal([record], binding)
+
+
+def unseal(keys: SealKeys, envelope: str, binding: list[bytes] = TURN) -> TurnRecord:
+    """The one record of ``envelope``, opened for the turn ``binding`` names."""
+    (record,) = keys.open(envelope, binding)
+    return record
 
 
 def readable_copies(secret: str | bytes) -> list[bytes]:
@@ -99,11 +114,11 @@ def test_a_key_as_bytes_or_as_base64_text_is_the_same_key() -> None:
         base64.urlsafe_b64encode(NEW).decode().rstrip("="),
         f"  {base64.urlsafe_b64encode(NEW).decode()}\n",
     ]
-    sealed = SealKeys([NEW]).seal(TurnRecord("p", "m"))
+    sealed = seal(SealKeys([NEW]), TurnRecord("p", "m"))
     for form in forms:
         keys = SealKeys([form])
         assert keys.key_ids == SealKeys([NEW]).key_ids
-        assert keys.open(sealed) == TurnRecord("p", "m")
+        assert unseal(keys, sealed) == TurnRecord("p", "m")
 
 
 @pytest.mark.parametrize(
@@ -129,8 +144,8 @@ def test_a_bad_key_is_a_usage_error_that_never_shows_the_key(keys: Any, says: st
 
 def test_the_key_id_is_in_clear_and_says_nothing_of_the_key() -> None:
     keys = SealKeys([NEW])
-    envelope = keys.seal(TurnRecord("p", "m"))
-    version, key_id, _ = envelope.split(".")
+    envelope = seal(keys, TurnRecord("p", "m"))
+    version, key_id, _steps, _ = envelope.split(".")
     assert (version, key_id) == ("rs1", keys.key_ids[0])
     assert_unreadable(NEW, key_id)
     assert "hidden" not in repr(keys) and NEW.hex() not in repr(keys)
@@ -143,13 +158,13 @@ def test_the_key_id_is_in_clear_and_says_nothing_of_the_key() -> None:
 @given(records)
 def test_open_gives_back_what_was_sealed(record: TurnRecord) -> None:
     keys = SealKeys([NEW, OLD])
-    assert keys.open(keys.seal(record)) == TurnRecord.from_json(record.to_json())
+    assert unseal(keys, seal(keys, record)) == TurnRecord.from_json(record.to_json())
 
 
 @PURE
 @given(st.lists(states, min_size=1, max_size=3))
 def test_no_envelope_holds_a_readable_copy_of_a_payload(found: list[ReasoningState]) -> None:
-    envelope = SealKeys([NEW]).seal(TurnRecord("p", "m", states=tuple(found)))
+    envelope = seal(SealKeys([NEW]), TurnRecord("p", "m", states=tuple(found)))
     for state in found:
         assert_unreadable(state.payload, envelope)
 
@@ -166,61 +181,61 @@ def test_the_readability_check_catches_an_encoded_copy() -> None:
 @given(records, st.data())
 def test_any_change_to_an_envelope_keeps_it_shut(record: TurnRecord, data: st.DataObject) -> None:
     keys = SealKeys([NEW])
-    envelope = keys.seal(record)
+    envelope = seal(keys, record)
     position = data.draw(st.integers(0, len(envelope) - 1))
     alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
     replacement = data.draw(st.sampled_from(alphabet).filter(lambda c: c != envelope[position]))
     altered = envelope[:position] + replacement + envelope[position + 1 :]
     with contextlib.suppress(EnvelopeInvalid):
-        opened = keys.open(altered)
+        opened = unseal(keys, altered)
         # base64 without padding has a few spare bits: a change that only flips them decodes
         # to the same bytes, so what opens is exactly what was sealed.
         assert opened == TurnRecord.from_json(record.to_json())
-        assert base64.urlsafe_b64decode(altered.split(".")[2] + "==") == (
-            base64.urlsafe_b64decode(envelope.split(".")[2] + "==")
+        assert base64.urlsafe_b64decode(altered.split(".")[3] + "==") == (
+            base64.urlsafe_b64decode(envelope.split(".")[3] + "==")
         )
 
 
 def test_truncated_and_foreign_shapes_do_not_open() -> None:
     keys = SealKeys([NEW])
-    envelope = keys.seal(TurnRecord("p", "m"))
+    envelope = seal(keys, TurnRecord("p", "m"))
     for altered in (envelope[:-4], envelope[:30], "", "rs1", "rs2" + envelope[3:], 42, None):
         with pytest.raises(EnvelopeInvalid):
-            keys.open(altered)
+            unseal(keys, altered)
 
 
 def test_an_envelope_made_for_another_purpose_does_not_open() -> None:
     """Forged here with the right key and a valid record, but other associated data."""
     keys = SealKeys([NEW])
     key_id = keys.key_ids[0]
-    plain = json.dumps(TurnRecord("p", "m").to_json()).encode()
-    for associated in (None, b"", f"rs1.{key_id}".encode(), b"another purpose"):
+    plain = json.dumps({"turns": [TurnRecord("p", "m").to_json()]}).encode()
+    for associated in (None, b"", f"rs1.{key_id}.1".encode(), b"another purpose"):
         nonce = os.urandom(12)
         body = nonce + AESGCM(NEW).encrypt(nonce, plain, associated)
-        forged = f"rs1.{key_id}." + base64.urlsafe_b64encode(body).decode().rstrip("=")
+        forged = f"rs1.{key_id}.1." + base64.urlsafe_b64encode(body).decode().rstrip("=")
         with pytest.raises(EnvelopeInvalid, match="altered"):
-            keys.open(forged)
+            unseal(keys, forged)
 
 
 def test_keys_rotate_the_first_seals_and_every_one_opens() -> None:
     record = TurnRecord("p", "m", states=(ReasoningState("p", "m", "signature", "sig-1"),))
-    old_envelope = SealKeys([OLD]).seal(record)
+    old_envelope = seal(SealKeys([OLD]), record)
     rotated = SealKeys([NEW, OLD])
-    assert rotated.open(old_envelope) == record
-    new_envelope = rotated.seal(record)
+    assert unseal(rotated, old_envelope) == record
+    new_envelope = seal(rotated, record)
     assert new_envelope.split(".")[1] == SealKeys([NEW]).key_ids[0]
-    assert SealKeys([NEW]).open(new_envelope) == record
+    assert unseal(SealKeys([NEW]), new_envelope) == record
     with pytest.raises(EnvelopeInvalid, match="key"):
-        SealKeys([NEW]).open(old_envelope)  # the old key retired
+        unseal(SealKeys([NEW]), old_envelope)  # the old key retired
     with pytest.raises(EnvelopeInvalid, match="foreign key"):
-        SealKeys([FOREIGN]).open(new_envelope)
+        unseal(SealKeys([FOREIGN]), new_envelope)
 
 
 def test_two_seals_of_one_record_differ() -> None:
     """A random nonce per envelope: equal records give unrelated envelopes."""
     keys = SealKeys([NEW])
     record = TurnRecord("p", "m", states=(ReasoningState("p", "m", "signature", "s"),))
-    assert keys.seal(record) != keys.seal(record)
+    assert seal(keys, record) != seal(keys, record)
 
 
 # -------------------------------------------------------------------------- preflight
@@ -245,13 +260,13 @@ def history(envelope: str | None) -> list[dict[str, Any]]:
 
 
 def tampered(envelope: str) -> str:
-    body = bytearray(base64.urlsafe_b64decode(envelope.split(".")[2] + "=="))
+    body = bytearray(base64.urlsafe_b64decode(envelope.split(".")[3] + "=="))
     body[20] ^= 1
-    return ".".join([*envelope.split(".")[:2], base64.urlsafe_b64encode(body).decode()])
+    return ".".join([*envelope.split(".")[:3], base64.urlsafe_b64encode(body).decode()])
 
 
 def cases() -> dict[str, tuple[str | None, list[bytes] | None]]:
-    envelope = SealKeys([OLD]).seal(signed_record())
+    envelope = seal(SealKeys([OLD]), signed_record(), HELLO)
     return {
         "tampered": (tampered(envelope), [NEW, OLD]),
         "foreign key": (envelope, [NEW, FOREIGN]),
@@ -281,7 +296,7 @@ def test_an_envelope_that_does_not_open_is_envelope_invalid_for_every_pipe(case:
 def test_a_valid_envelope_restores_the_record_and_passes_preflight() -> None:
     record = signed_record()
     conversation = Conversation.from_ag_ui(
-        history(SealKeys([OLD]).seal(record)), seal_keys=[NEW, OLD]
+        history(seal(SealKeys([OLD]), record, HELLO)), seal_keys=[NEW, OLD]
     )
     assert conversation.record(1) == record
     assert conversation.preflight(FakePipe("acme", "acme-1")) == []
