@@ -22,10 +22,10 @@ from typing import Any
 from .._exceptions import UsageError
 from ._envelopes import (
     ENVELOPE_KEY,
+    MOVED,
     EnvelopeInvalid,
-    SealKeys,
+    SealedStep,
     seal_keys_or_none,
-    steps_in,
     turn_binding,
 )
 from ._records import TurnRecord
@@ -68,7 +68,6 @@ class _Turn:
         if thinking:
             message["thinking"] = thinking
         return message
-
 
     def binding(self) -> bytes:
         """What this turn's envelope was bound to: its text and tool call ids, as sent back."""
@@ -122,18 +121,37 @@ class _Builder:
         run, self.run = self.run, []
         sealed = run[-1][1]
         envelopes = list(dict.fromkeys(str(item) for item in sealed.envelopes))
-        records: dict[int, TurnRecord] = {}
         if self.keys is None:
-            records[len(run) - 1] = _problem(_NO_KEYS)
-        elif len(envelopes) > 1:
-            records = {
-                position: _problem("the assistant turn carries several different envelopes")
-                for position in range(len(run))
-            }
+            self.out[run[-1][0]] = (self.out[run[-1][0]][0], _problem(_NO_KEYS))
+            return
+        if len(envelopes) > 1:
+            reason = "the assistant turn carries several different envelopes"
         else:
-            records = _match(run, sealed.envelopes[0], self.keys)
-        for position, (index, _turn) in enumerate(run):
-            self.out[index] = (self.out[index][0], records.get(position))
+            try:
+                steps = self.keys.open(sealed.envelopes[0])
+            except EnvelopeInvalid as problem:
+                reason = problem.reason
+            else:
+                units = _align([turn for _index, turn in run], steps)
+                if units is not None:
+                    self._regroup(run[0][0], units)
+                    return
+                reason = MOVED
+        for index, _turn in run:
+            self.out[index] = (self.out[index][0], _problem(reason))
+
+    def _regroup(self, start: int, units: list[tuple[_Turn, TurnRecord]]) -> None:
+        """Replace the run's messages (from ``start``) by its turns, each followed by the
+        tool messages that answer its calls."""
+        tools = [message for message, _record in self.out[start:] if message["role"] == "tool"]
+        del self.out[start:]
+        for turn, record in units:
+            ids = {call.get("id") for call in turn.calls}
+            self.out.append((turn.message(), record))
+            answers = [tool for tool in tools if tool.get("tool_call_id") in ids]
+            tools = [tool for tool in tools if tool.get("tool_call_id") not in ids]
+            self.out += [(tool, None) for tool in answers]
+        self.out += [(tool, None) for tool in tools]
 
     def finish(self) -> Rebuilt:
         self.flush()
@@ -141,30 +159,53 @@ class _Builder:
         return self.out
 
 
-def _match(run: list[tuple[int, _Turn]], envelope: Any, keys: SealKeys) -> dict[int, TurnRecord]:
-    """Each turn of ``run`` (by position) with its record from ``envelope``, or a problem."""
-    try:
-        steps = steps_in(envelope)
-    except EnvelopeInvalid as problem:
-        return {position: _problem(problem.reason) for position in range(len(run))}
-    bindings = [turn.binding() for _index, turn in run]
-    reason = (
-        f"the envelope holds {steps} model step(s), but only {len(run)} assistant turn(s) "
-        "came back for its run"
-    )
-    for offset in range(max(0, len(run) - steps) + 1):
-        if offset + steps > len(run):
-            break
-        try:
-            opened = keys.open(envelope, bindings[offset : offset + steps])
-        except EnvelopeInvalid as problem:
-            reason = problem.reason
-            continue
-        records = {offset + step: record for step, record in enumerate(opened)}
-        for position in range(len(run)):
-            records.setdefault(position, _problem(_NOT_IN_RUN))
-        return records
-    return {position: _problem(reason) for position in range(len(run))}
+def _merged(pieces: list[_Turn]) -> _Turn:
+    turn = _Turn(seen=True)
+    for piece in pieces:
+        turn.text += piece.text
+        turn.reasoning += piece.reasoning
+        turn.calls += piece.calls
+    return turn
+
+
+def _align(
+    pieces: list[_Turn], steps: tuple[SealedStep, ...]
+) -> list[tuple[_Turn, TurnRecord]] | None:
+    """The run's pieces grouped into its model steps, each with its record, or ``None``.
+
+    A client may split one step's messages (``@ag-ui/client`` puts each tool result right
+    after the message holding its call, so interleaved thinking between two calls lands
+    after a tool message): consecutive pieces are joined while their calls are part of the
+    step's. The pieces matched must be the turns the envelope was sealed for (text and
+    calls, :func:`turn_binding`); pieces outside them (a step the run did not finish, a
+    turn made elsewhere) get a record that says so.
+    """
+    for offset in range(len(pieces)):
+        units: list[tuple[_Turn, TurnRecord]] = [
+            (piece, _problem(_NOT_IN_RUN)) for piece in pieces[:offset]
+        ]
+        position = offset
+        for step in steps:
+            if position >= len(pieces):
+                break
+            wanted = set(step.calls)
+            group = [pieces[position]]
+            position += 1
+            while (
+                position < len(pieces)
+                and {c.get("id") for t in group for c in t.calls} < wanted
+                and {c.get("id") for c in pieces[position].calls} <= wanted
+            ):
+                group.append(pieces[position])
+                position += 1
+            turn = _merged(group)
+            if turn.binding() != step.turn:
+                break
+            units.append((turn, step.record))
+        else:
+            units += [(piece, _problem(_NOT_IN_RUN)) for piece in pieces[position:]]
+            return units
+    return None
 
 
 def _plain(message: Any, where: str) -> dict[str, Any]:

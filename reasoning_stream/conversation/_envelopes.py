@@ -9,11 +9,12 @@ keeps it; ``Conversation.from_ag_ui`` / ``from_ui_messages`` open it again.
 
 The cipher is AES-256-GCM from the ``cryptography`` package (``pip install
 'reasoning-stream[envelopes]'``): a random 96-bit nonce per envelope, and associated data that
-binds the envelope to its purpose, to its header, and to the turns it belongs to: for each
-step, a digest of the answer text the run produced and of its tool call ids (see
+binds the envelope to its purpose and to its header. Sealed with each step's record is the turn
+it belongs to: a digest of the answer text the run produced and of its tool call ids (see
 :func:`turn_binding`), as the client sends them back. An envelope made for something else, one
-whose header was edited, or one moved onto another assistant turn does not open (a client that
-sends the text back unchanged is fine). The envelope is::
+whose header was edited, or one moved onto another assistant turn does not open
+(:meth:`SealKeys.open_for`; a client that sends the text back unchanged is fine). The
+envelope is::
 
     rs1.<key id>.<steps>.<base64url(nonce + ciphertext + tag)>
 
@@ -31,6 +32,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from .._exceptions import UsageError
@@ -38,9 +40,12 @@ from ._records import TurnRecord
 
 __all__ = [
     "ENVELOPE_KEY",
+    "MOVED",
     "EnvelopeInvalid",
     "SealKey",
     "SealKeys",
+    "SealedStep",
+    "Turn",
     "seal_keys_or_none",
     "turn_binding",
 ]
@@ -78,6 +83,26 @@ def _aesgcm() -> Any:
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(_INSTALL) from error
     return AESGCM
+
+
+Turn: TypeAlias = "tuple[str, Sequence[str | None]]"
+"""An assistant turn as a client sends it back: its answer text and its tool call ids."""
+
+MOVED = (
+    "the envelope belongs to another assistant turn (its text or tool calls differ from the "
+    "turn it was sealed for: moved, or edited by the client)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SealedStep:
+    """One model step of an opened envelope: its record, the :func:`turn_binding` of the
+    turn it belongs to, and that turn's tool call ids (to find the turn in a client's
+    history, where a step's messages may be split by tool results)."""
+
+    record: TurnRecord
+    turn: bytes
+    calls: tuple[str | None, ...]
 
 
 def turn_binding(text: str, call_ids: Iterable[str | None] = ()) -> bytes:
@@ -141,8 +166,8 @@ class SealKeys:
     """The keys that seal and open envelopes: the first seals, every one opens.
 
     >>> keys = SealKeys([bytes(range(32))])
-    >>> record, turn = TurnRecord("acme", "acme-1"), [turn_binding("Hello.")]
-    >>> keys.open(keys.seal([record], turn), turn) == (record,)
+    >>> record, turn = TurnRecord("acme", "acme-1"), [("Hello.", [])]
+    >>> keys.open_for(keys.seal([record], turn), turn) == (record,)
     True
     >>> keys.seal([record], turn).startswith("rs1." + keys.key_ids[0] + ".1.")
     True
@@ -169,26 +194,33 @@ class SealKeys:
     def __repr__(self) -> str:
         return f"SealKeys(key_ids={list(self.key_ids)!r})"
 
-    def seal(self, records: Sequence[TurnRecord], bindings: Sequence[bytes]) -> str:
-        """``records`` (one per model step, in order) sealed with the first key, bound to the
-        turns a client will send back (``bindings``: :func:`turn_binding` of each step): an
-        ASCII envelope nobody can read, alter, or move onto another turn."""
-        if not records or len(records) != len(bindings):
-            raise UsageError("seal() takes one binding per record, and at least one record")
+    def seal(self, records: Sequence[TurnRecord], turns: Sequence[Turn]) -> str:
+        """``records`` (one per model step, in order) sealed with the first key, each with
+        the turn it belongs to (``turns``: each step's answer text and tool call ids, as the
+        client will send them back): an ASCII envelope nobody can read or alter, that opens
+        only for those turns."""
+        if not records or len(records) != len(turns):
+            raise UsageError("seal() takes one turn per record, and at least one record")
         key_id = self.key_ids[0]
         header = f"{_VERSION}.{key_id}.{len(records)}"
-        plain = json.dumps(
-            {"turns": [record.to_json() for record in records]}, separators=(",", ":")
-        ).encode()
+        steps = [
+            {
+                "record": record.to_json(),
+                "turn": turn_binding(text, calls).hex(),
+                "calls": [None if call is None else str(call) for call in calls],
+            }
+            for record, (text, calls) in zip(records, turns, strict=True)
+        ]
+        plain = json.dumps({"steps": steps}, separators=(",", ":")).encode()
         nonce = os.urandom(_NONCE)
-        sealed = self._ciphers[key_id].encrypt(nonce, plain, _associated(header, bindings))
+        sealed = self._ciphers[key_id].encrypt(nonce, plain, _PURPOSE + header.encode())
         body = base64.urlsafe_b64encode(nonce + sealed).rstrip(b"=").decode("ascii")
         return f"{header}.{body}"
 
-    def open(self, envelope: object, bindings: Sequence[bytes]) -> tuple[TurnRecord, ...]:
-        """The records sealed in ``envelope`` for the turns ``bindings`` name;
-        :class:`EnvelopeInvalid` when it does not open (altered, foreign key, other turns)."""
-        steps = steps_in(envelope)
+    def open(self, envelope: object) -> tuple[SealedStep, ...]:
+        """The steps sealed in ``envelope``, each with its record and the turn it belongs
+        to; :class:`EnvelopeInvalid` when it does not open (altered, foreign key)."""
+        steps_in(envelope)
         assert isinstance(envelope, str)
         version, key_id, count, body = envelope.split(".")
         cipher = self._ciphers.get(key_id)
@@ -197,34 +229,33 @@ class SealKeys:
                 "the envelope was sealed with a key these seal_keys do not hold (a foreign "
                 "key, or an old key retired from the list)"
             )
-        if len(bindings) != steps:
-            raise EnvelopeInvalid(
-                f"the envelope holds {steps} model step(s), but {len(bindings)} assistant "
-                "turn(s) came back for it"
-            )
         try:
             data = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-            plain = cipher.decrypt(
-                data[:_NONCE],
-                data[_NONCE:],
-                _associated(f"{version}.{key_id}.{count}", bindings),
-            )
+            header = f"{version}.{key_id}.{count}"
+            plain = cipher.decrypt(data[:_NONCE], data[_NONCE:], _PURPOSE + header.encode())
         except Exception:  # InvalidTag, a short body, bad base64: all say "altered"
             raise EnvelopeInvalid(
-                "the envelope does not authenticate under its key: it was altered, or moved "
-                "onto an assistant turn it was not sealed for (its text or tool calls differ)"
+                "the envelope was altered (it does not authenticate under its key)"
             ) from None
         try:
-            turns = json.loads(plain)["turns"]
-            return tuple(TurnRecord.from_json(turn) for turn in turns)
+            return tuple(
+                SealedStep(
+                    TurnRecord.from_json(step["record"]),
+                    bytes.fromhex(step["turn"]),
+                    tuple(step["calls"]),
+                )
+                for step in json.loads(plain)["steps"]
+            )
         except (ValueError, KeyError, TypeError):  # pragma: no cover - sealed by a newer format
             raise EnvelopeInvalid("the envelope holds a record this version cannot read") from None
 
-
-def _associated(header: str, bindings: Sequence[bytes]) -> bytes:
-    """The associated data: purpose, clear header, and each step's turn binding (32 bytes
-    each, their count in the header)."""
-    return _PURPOSE + header.encode() + b"".join(bindings)
+    def open_for(self, envelope: object, turns: Sequence[Turn]) -> tuple[TurnRecord, ...]:
+        """The records of ``envelope`` when ``turns`` are the turns it was sealed for;
+        :class:`EnvelopeInvalid` otherwise (also when moved onto another turn)."""
+        steps = self.open(envelope)
+        if [step.turn for step in steps] != [turn_binding(*turn) for turn in turns]:
+            raise EnvelopeInvalid(MOVED)
+        return tuple(step.record for step in steps)
 
 
 def seal_keys_or_none(keys: SealKeys | Sequence[SealKey] | None) -> SealKeys | None:

@@ -198,7 +198,6 @@ class Hub:
         keys = self.seal_keys
         if keys is None:
             return None
-        from ..conversation._envelopes import turn_binding
         from ..conversation._records import TurnRecord
 
         if isinstance(result, ToolLoopResult):
@@ -207,7 +206,7 @@ class Hub:
             steps = [result.results[-1]] if result.results else []
             texts = "".join(each.text for each in result.results)
             calls = [call.id for each in result.results for call in each.tool_calls]
-            bindings = [turn_binding(texts, calls)]
+            turns = [(texts, calls)]
         elif isinstance(result, PipeResult):
             steps = [result]
         else:
@@ -215,9 +214,9 @@ class Hub:
         if not steps:
             return None
         if not isinstance(result, PipelineResult):
-            bindings = [turn_binding(s.text, [call.id for call in s.tool_calls]) for s in steps]
+            turns = [(step.text, [call.id for call in step.tool_calls]) for step in steps]
         try:
-            return keys.seal([TurnRecord.from_result(step) for step in steps], bindings)
+            return keys.seal([TurnRecord.from_result(step) for step in steps], turns)
         except Exception as error:  # the run's end is written whatever happens here
             logger.warning("could not seal the run's reasoning state: %s", type(error).__name__)
             return None

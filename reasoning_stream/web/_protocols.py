@@ -384,14 +384,15 @@ _FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool-calls
 class VercelUITranslator(_PartsTranslator):
     """``protocol=vercel-ui``: the AI SDK UI message stream, version 1.
 
-    ``start`` and ``start-step``; per reasoning segment ``reasoning-start`` / ``-delta`` / ``-end``; answer text
-    as ``text-start`` / ``-delta`` / ``-end``; ``tool-input-available`` per tool call, and
-    ``tool-output-available`` (``output``: the text the model read) or ``tool-output-error``
-    (``errorText``: the reason) per tool loop result, and ``finish-step`` / ``start-step``
-    before the model's next step (so ``useChat`` keeps a ``step-start`` part per step); then
-    ``finish-step`` and ``finish`` (``finishReason`` ``stop``, ``length``, ``tool-calls`` or ``other`` for a
-    cancelled run, the status in ``messageMetadata``) or ``error`` (``errorText`` is why:
-    ``Entry.error``, the run's error or the hub's word on a lost writer), and ``data: [DONE]``.
+    ``start`` and ``start-step``; per reasoning segment ``reasoning-start`` / ``-delta`` /
+    ``-end``; answer text as ``text-start`` / ``-delta`` / ``-end``; ``tool-input-available``
+    per tool call, and ``tool-output-available`` (``output``: the text the model read) or
+    ``tool-output-error`` (``errorText``: the reason) per tool loop result, and
+    ``finish-step`` / ``start-step`` before the model's next step (so ``useChat`` keeps a
+    ``step-start`` part per model step); then ``finish-step`` and ``finish`` (``finishReason``
+    ``stop``, ``length``, ``tool-calls`` or ``other`` for a cancelled run, the status in
+    ``messageMetadata``) or ``error`` (``errorText`` is why: ``Entry.error``, the run's error
+    or the hub's word on a lost writer), and ``data: [DONE]``.
     Part ids are ``reasoning-<entry id>`` and ``text-<entry id>``.
 
     With envelopes (``create_app(seal_keys=...)``), the ending is preceded by one more

@@ -27,7 +27,12 @@ from hypothesis import strategies as st
 
 from reasoning_stream import ReasoningState, UsageError
 from reasoning_stream.conversation import Conversation, TurnRecord
-from reasoning_stream.conversation._envelopes import EnvelopeInvalid, SealKeys, turn_binding
+from reasoning_stream.conversation._envelopes import (
+    EnvelopeInvalid,
+    SealKeys,
+    Turn,
+    turn_binding,
+)
 from reasoning_stream.testing import ScriptedPipe
 from tests.conversation.helpers import FakePipe
 from tests.helpers import examples
@@ -36,19 +41,19 @@ PURE = settings(max_examples=examples(40), deadline=None)
 # Fixed keys (pytest-xdist workers must collect the same test ids): random enough for tests.
 OLD, NEW, FOREIGN = (hashlib.sha256(name).digest() for name in (b"old", b"new", b"foreign"))
 
-TURN = [turn_binding("")]
-"""The binding of an assistant turn with no text and no tool calls."""
-HELLO = [turn_binding("Hello.")]
+TURN: list[Turn] = [("", [])]
+"""An assistant turn with no text and no tool calls."""
+HELLO: list[Turn] = [("Hello.", [])]
 
 
-def seal(keys: SealKeys, record: TurnRecord, binding: list[bytes] = TURN) -> str:
-    """``record`` sealed alone, bound to one turn."""
-    return keys.seal([record], binding)
+def seal(keys: SealKeys, record: TurnRecord, turn: list[Turn] = TURN) -> str:
+    """``record`` sealed alone, for one turn."""
+    return keys.seal([record], turn)
 
 
-def unseal(keys: SealKeys, envelope: str, binding: list[bytes] = TURN) -> TurnRecord:
-    """The one record of ``envelope``, opened for the turn ``binding`` names."""
-    (record,) = keys.open(envelope, binding)
+def unseal(keys: SealKeys, envelope: str, turn: list[Turn] = TURN) -> TurnRecord:
+    """The one record of ``envelope``, opened for the turn it was sealed for."""
+    (record,) = keys.open_for(envelope, turn)
     return record
 
 
@@ -208,7 +213,8 @@ def test_an_envelope_made_for_another_purpose_does_not_open() -> None:
     """Forged here with the right key and a valid record, but other associated data."""
     keys = SealKeys([NEW])
     key_id = keys.key_ids[0]
-    plain = json.dumps({"turns": [TurnRecord("p", "m").to_json()]}).encode()
+    step = {"record": TurnRecord("p", "m").to_json(), "turn": turn_binding("").hex(), "calls": []}
+    plain = json.dumps({"steps": [step]}).encode()
     for associated in (None, b"", f"rs1.{key_id}.1".encode(), b"another purpose"):
         nonce = os.urandom(12)
         body = nonce + AESGCM(NEW).encrypt(nonce, plain, associated)

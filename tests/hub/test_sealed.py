@@ -29,7 +29,7 @@ from reasoning_stream import (
     UsageError,
 )
 from reasoning_stream.conversation import Conversation, TurnRecord
-from reasoning_stream.conversation._envelopes import SealKeys, turn_binding
+from reasoning_stream.conversation._envelopes import SealKeys
 from reasoning_stream.hub import Hub, MemoryHub, RedisHub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.web import create_app
@@ -62,7 +62,7 @@ def signed(signature: str, *tail: Any) -> list[Any]:
 
 def opened(envelope: str, text: str) -> TurnRecord:
     """The one record of a one-step run's envelope, opened for the turn that said ``text``."""
-    (record,) = SealKeys([KEY]).open(envelope, [turn_binding(text)])
+    (record,) = SealKeys([KEY]).open_for(envelope, [(text, [])])
     return record
 
 

@@ -313,7 +313,9 @@ def test_an_envelope_moved_onto_another_turn_of_the_same_model_is_envelope_inval
         (3, "envelope_invalid"),
     ]
     record = conversation.record(1)
-    assert record is not None and "moved onto an assistant turn" in str(record.envelope_problem)
+    assert record is not None and "belongs to another assistant turn" in str(
+        record.envelope_problem
+    )
     # Put back, both open; a text edited by the client is a move too.
     sealed[0]["encryptedValue"], sealed[1]["encryptedValue"] = first, second
     assert Conversation.from_ag_ui(kept, seal_keys=[KEY]).preflight(ScriptedPipe(["x"])) == []
@@ -355,9 +357,10 @@ def assert_every_step_goes_back(
     for content, name in zip(assistants, LOOP_STEPS, strict=True):
         blocks = anthropic_blocks(name)
         wanted = [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]
-        assert wanted and [
-            b for b in content if b["type"] in ("thinking", "redacted_thinking")
-        ] == wanted
+        assert (
+            wanted
+            and [b for b in content if b["type"] in ("thinking", "redacted_thinking")] == wanted
+        )
         assert [b["type"] for b in content] == [b["type"] for b in blocks]
 
 
