@@ -11,7 +11,8 @@ minus it is what our own code costs (see :class:`_Replay`). Interleaved rounds, 
 spreads (``_rounds``).
 
 ``python -m benchmarks.bench_telemetry`` (needs the ``test`` extra for the SDK); name workloads
-(``bench_pipe``, ``scripted``, ``scripted_async``, ``wire``) to run some, ``--rounds N`` (9).
+(``per_chunk``, ``bench_pipe``, ``scripted``, ``scripted_async``, ``wire``) to run some,
+``--rounds N`` (9).
 "On, no per-chunk" is "on" with ``instrument(time_per_output_chunk=False)``.
 """
 
@@ -30,6 +31,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from reasoning_stream import ReasoningDelta, TextDelta, _observers, telemetry
+from reasoning_stream._sources import _clock, _is_chunk, timed
 from reasoning_stream.providers import OpenAIChatPipe
 from reasoning_stream.testing import ScriptedPipe
 
@@ -305,7 +307,116 @@ def wire() -> dict[str, list[float]]:
         return _compare("OpenAIChatPipe(transport='httpx').run over loopback", work, WIRE_RUNS)
 
 
+# ------------------------------------------- time per output chunk: when to record the points
+
+
+def _record_each(source: Iterator[Any], record: Callable[..., None], attrs: Any) -> Iterator[Any]:
+    """The alternative: each interval recorded into the SDK histogram as its chunk arrives."""
+    last: float | None = None
+    for event in source:
+        if _is_chunk(event):
+            now = _clock()
+            if last is not None:
+                record(now - last, attrs)
+            last = now
+        yield event
+
+
+def _preallocated(source: Iterator[Any], slots: list[float], used: list[int]) -> Iterator[Any]:
+    """The other alternative: intervals written into a preallocated list, grown when full."""
+    last: float | None = None
+    count = 0
+    for event in source:
+        if _is_chunk(event):
+            now = _clock()
+            if last is not None:
+                if count == len(slots):
+                    slots.extend([0.0] * len(slots))
+                slots[count] = now - last
+                count += 1
+            last = now
+        yield event
+    used[0] = count
+
+
+def per_chunk() -> dict[str, list[float]]:
+    """``time_per_output_chunk`` with the SDK histogram, recorded three ways, chunks only.
+
+    ``at the end`` is what telemetry does (``_sources.timed``: each interval appended to a list
+    while the run streams, all recorded in one loop when it ends); ``per chunk`` records each
+    into the histogram as it arrives; ``preallocated`` writes into a list sized ahead. Each
+    setting reads the same ``EVENTS_PER_RUN`` events through its generator; "hot path" is the
+    CPU spent while the events stream (what delays a chunk), "total" adds the end-of-run
+    recording. Figures are per chunk, in CPU microseconds above the bare events.
+    """
+    events = _script()
+    meter = MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("bench")
+    histogram = telemetry._Instruments(meter).per_chunk
+    attrs = {telemetry.OPERATION: "chat", telemetry.PROVIDER: "openai", "error.type": "x"}
+    runs = SCRIPTED_RUNS
+    chunks = runs * (len(events) - 1)
+
+    def bare() -> None:
+        for _ in range(runs):
+            for _event in iter(events):
+                pass
+
+    def at_end(stream_only: bool) -> Callable[[], None]:
+        def work() -> None:
+            for _ in range(runs):
+                intervals: list[float] = []
+                for _event in timed(events, intervals):
+                    pass
+                if not stream_only:
+                    for interval in intervals:
+                        histogram.record(interval, attrs)
+
+        return work
+
+    def each() -> None:
+        for _ in range(runs):
+            for _event in _record_each(iter(events), histogram.record, attrs):
+                pass
+
+    def preallocated(stream_only: bool) -> Callable[[], None]:
+        def work() -> None:
+            for _ in range(runs):
+                slots, used = [0.0] * 64, [0]
+                for _event in _preallocated(iter(events), slots, used):
+                    pass
+                if not stream_only:
+                    for interval in slots[: used[0]]:
+                        histogram.record(interval, attrs)
+
+        return work
+
+    settings: dict[str, Callable[[], None]] = {
+        "at the end: hot path": at_end(True),
+        "at the end: total": at_end(False),
+        "per chunk (both)": each,
+        "preallocated: hot path": preallocated(True),
+        "preallocated: total": preallocated(False),
+    }
+    floor: list[float] = []
+    seconds: dict[str, list[float]] = {name: [] for name in settings}
+    for _ in range(ROUNDS):
+        floor.append(cpu_seconds(bare))
+        for name, work in settings.items():
+            seconds[name].append(cpu_seconds(work))
+    print(f"time_per_output_chunk, {runs:,} runs of {len(events)} events, {ROUNDS} rounds")
+    print(f"| {'recorded':<24} | {'CPU per chunk above the bare events (us)':>42} |")
+    print(f"|{'-' * 26}|{'-' * 44}|")
+    added: dict[str, list[float]] = {}
+    for name in settings:
+        pairs = zip(seconds[name], floor, strict=True)
+        added[name] = [(value - bare_run) / chunks * 1e6 for value, bare_run in pairs]
+        print(f"| {name:<24} | {spread(added[name], '{:.2f}'):>42} |")
+    print()
+    return added
+
+
 WORKLOADS: dict[str, Callable[[], dict[str, list[float]]]] = {
+    "per_chunk": per_chunk,
     "bench_pipe": pipe_benchmark,
     "scripted": scripted,
     "scripted_async": scripted_async,

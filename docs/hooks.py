@@ -2,7 +2,8 @@
 
 A page writes ``<!-- effort-table -->`` for the whole reasoning-effort table (with its notes), or
 ``<!-- effort-table: PROVIDER -->`` for that provider's rows alone; the hook replaces the marker
-with what ``reasoning_stream.effort_table()`` computes from the providers' planners right now.
+with what ``reasoning_stream.effort_table()`` computes from the providers' planners right now;
+``<!-- passback-table -->`` becomes ``reasoning_stream.profiles.passback_table()``.
 The tests call ``render`` on every page, so a marker naming no provider rows fails there too.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 # is installed.
 ROOT = str(Path(__file__).resolve().parents[1])
 MARKER = re.compile(r"<!-- effort-table(?::\s*(?P<provider>[\w-]+))? -->")
+PASSBACK_MARKER = "<!-- passback-table -->"
 
 
 def effort_rows(provider: str | None = None) -> str:
@@ -36,7 +38,14 @@ def effort_rows(provider: str | None = None) -> str:
 
 
 def render(markdown: str) -> str:
-    """``markdown`` with every effort-table marker replaced by the table it names."""
+    """``markdown`` with every effort-table marker replaced by the table it names, and the
+    passback-table marker by ``profiles.passback_table()``."""
+    if PASSBACK_MARKER in markdown:
+        if ROOT not in sys.path:
+            sys.path.insert(0, ROOT)
+        from reasoning_stream.profiles import passback_table
+
+        markdown = markdown.replace(PASSBACK_MARKER, passback_table())
     return MARKER.sub(lambda match: effort_rows(match.group("provider")), markdown)
 
 

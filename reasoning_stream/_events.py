@@ -370,4 +370,5 @@ Event: TypeAlias = (
     | ToolResult
     | UsageReport
     | OpaqueState
+    | ReasoningHidden
 )

@@ -34,6 +34,7 @@ from ._events import (
     OpaqueState,
     ReasoningDelta,
     ReasoningEnd,
+    ReasoningHidden,
     ReasoningStart,
     TextDelta,
     ToolCall,
@@ -381,7 +382,9 @@ class Pipe:
                 capture.tool_calls.append(event)
             elif isinstance(event, UsageReport):
                 capture.usage = capture.usage.merged(event.usage)
-            elif not isinstance(event, ToolResult):  # a result comes after the turn it answers
+            elif not isinstance(event, ToolResult | ReasoningHidden):
+                # A tool result comes after the turn it answers; hidden reasoning goes to event
+                # callbacks only (it has no text, no markers).
                 return
             if self._event_callbacks:
                 channel = self._channel

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import ClassVar
 
-from ._events import ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
+from ._events import ReasoningDelta, ReasoningStart, TextDelta
 from ._tags import Escaper, ScanEvent, Scanner, grammar_for
 
 __all__ = ["ReasoningStream", "Split"]
@@ -39,13 +40,26 @@ class ReasoningStream:
     """Written to the channel when a reasoning segment ends, before text resumes."""
 
     @staticmethod
-    def scanner(*, start_in_reasoning: bool = False, tags: Iterable[str] | None = None) -> Scanner:
+    def scanner(
+        *,
+        start_in_reasoning: bool = False,
+        assume_open: bool | EllipsisType | None = ...,
+        tags: Iterable[str] | None = None,
+    ) -> Scanner:
         """A new incremental scanner: ``feed(chunk)`` then ``flush()``, returning events.
 
-        ``start_in_reasoning`` is for streams whose template already wrote the open tag.
+        ``start_in_reasoning`` is for streams whose template already wrote the open tag (it
+        is ``assume_open=True``). ``assume_open`` takes :meth:`split`'s setting: ``True``
+        starts inside reasoning, ``False`` outside, ``None`` applies split's rule 4 (a close
+        tag as the first marker means the template opened reasoning): the leading text is
+        held until the first tag or the end decides it, which is the cost of asking for it.
         ``tags`` replaces the recognised names (default ``think``, ``thinking``, ``reasoning``).
+
+        >>> s = ReasoningStream.scanner(assume_open=None)
+        >>> s.feed("plan") + s.feed("</think>answer") + s.flush()
+        [ReasoningStart(), ReasoningDelta(text='plan'), ReasoningEnd(), TextDelta(text='answer')]
         """
-        return Scanner(start_in_reasoning=start_in_reasoning, tags=tags)
+        return Scanner(start_in_reasoning=start_in_reasoning, assume_open=assume_open, tags=tags)
 
     @staticmethod
     def escaper(tags: Iterable[str] | None = None) -> Escaper:
@@ -83,21 +97,11 @@ class ReasoningStream:
         treats a leading close tag as the end of a pre-filled segment; ``True`` starts inside
         reasoning, ``False`` drops a leading close tag. Escaped tags come back as text.
         """
-        scanner = Scanner(
-            start_in_reasoning=bool(assume_open), tags=tags, _track_stray_close=assume_open is None
-        )
+        # One implementation: split is the scanner run once over the whole text.
+        scanner = Scanner(assume_open=assume_open, tags=tags)
         events = scanner.feed(collected)
         truncated = scanner.in_reasoning
         events += scanner.flush()
-        stray = scanner.stray_close_at
-        if stray is not None:
-            # Rule 4: a close tag as the first marker ends a segment the template opened.
-            before = "".join(e.text for e in events[:stray] if isinstance(e, TextDelta))
-            head: list[ScanEvent] = [ReasoningStart()]
-            if before:
-                head.append(ReasoningDelta(before))
-            head.append(ReasoningEnd())
-            events = head + events[stray:]
         return _collect(events, truncated=truncated, lossless=lossless)
 
 

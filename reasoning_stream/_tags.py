@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 from itertools import product
+from types import EllipsisType
 
 from ._events import (
     ReasoningDelta,
@@ -27,6 +28,7 @@ from ._events import (
     _set_text_source,
     _set_text_text,
 )
+from ._exceptions import UsageError
 
 __all__ = [
     "DEFAULT_TAGS",
@@ -194,38 +196,57 @@ class Scanner:
     __slots__ = (
         "_grammar",
         "_head",
+        "_held",
         "_in_reasoning",
         "_pending",
         "_seen_marker",
         "_skip",
         "_start_in_reasoning",
         "_starters",
-        "_track_stray",
-        "stray_close_at",
+        "_stray_at",
+        "_undecided",
+        "assume_open",
     )
 
     def __init__(
         self,
         *,
         start_in_reasoning: bool = False,
+        assume_open: bool | EllipsisType | None = ...,
         tags: Iterable[str] | None = None,
-        _track_stray_close: bool = False,
     ) -> None:
+        if assume_open is ...:
+            assume_open = start_in_reasoning
+        elif start_in_reasoning and assume_open is not True:
+            raise UsageError(
+                f"start_in_reasoning=True and assume_open={assume_open!r} disagree: "
+                "start_in_reasoning=True is assume_open=True; pass one of them"
+            )
         self._grammar = grammar_for(tags)
         self._starters = self._grammar.starters
-        self._start_in_reasoning = start_in_reasoning
-        self._track_stray = _track_stray_close
+        self.assume_open: bool | None = assume_open
+        """``True``: the input starts inside reasoning; ``False``: outside; ``None``: a close
+        tag as the first marker means the template opened reasoning (held until decided)."""
+        self._start_in_reasoning = assume_open is True
         self._reset()
 
     def _reset(self) -> None:
         self._in_reasoning = self._start_in_reasoning
-        # Events owed before the next output: the opening of a pre-filled segment.
-        self._head: list[ScanEvent] = [_START] if self._start_in_reasoning else []
+        # Events owed before the next output: the opening of a pre-filled segment. While the
+        # start is undecided (assume_open=None) it holds that opening too, which keeps every
+        # chunk on the scanning path until the first marker decides.
+        self._head: list[ScanEvent] = (
+            [_START] if self._start_in_reasoning or self.assume_open is None else []
+        )
+        self._undecided = self.assume_open is None
+        # The leading text held while undecided, already unescaped.
+        self._held: list[str] = []
         # An unfinished tag. When _skip is 1 its leading "<" already went out.
         self._pending = ""
         self._skip = 0
         self._seen_marker = False
-        self.stray_close_at: int | None = None
+        # Where, in one scan's events, a close tag that was the first marker stood.
+        self._stray_at: int | None = None
 
     @property
     def in_reasoning(self) -> bool:
@@ -234,7 +255,10 @@ class Scanner:
 
     @property
     def held(self) -> str:
-        """The characters held back because they could still become a tag."""
+        """The characters held back: an unfinished tag, and while ``assume_open=None`` has
+        not been decided, the leading text (unescaped) before it."""
+        if self._undecided:
+            return "".join(self._held) + self._pending[self._skip :]
         return self._pending[self._skip :]
 
     @property
@@ -254,7 +278,7 @@ class Scanner:
             # with the chunk, on the common path below.
             if not chunk:
                 return []
-            if chunk[0] in self._starters or "<" in chunk:
+            if chunk[0] in self._starters or "<" in chunk or self._undecided:
                 self._pending = ""
                 return self._scan(pending + chunk, 0)
             self._pending = ""
@@ -297,6 +321,8 @@ class Scanner:
 
     def _scan(self, data: str, begin: int) -> list[ScanEvent]:
         """Scan ``data`` for tags; text goes out from ``data[begin]`` on (a held "<" went out)."""
+        if self._undecided:
+            return self._decide(data, begin)
         self._skip = 0
         events: list[ScanEvent] = self._head
         if events:
@@ -349,7 +375,7 @@ class Scanner:
                 first_marker = not self._seen_marker
                 self._seen_marker = True
                 if marker == "/":
-                    acts = in_reasoning or (first_marker and self._track_stray)
+                    acts = in_reasoning or (first_marker and self.assume_open is None)
                 else:
                     acts = not in_reasoning
                 if acts:
@@ -367,7 +393,7 @@ class Scanner:
                         events.append(_END)
                         in_reasoning = False
                     else:
-                        self.stray_close_at = len(events)
+                        self._stray_at = len(events)
                 elif pieces is None:
                     pieces = [data[begin:k]]
                 else:
@@ -406,18 +432,48 @@ class Scanner:
         self._in_reasoning = in_reasoning
         return events
 
+    def _decide(self, data: str, begin: int) -> list[ScanEvent]:
+        """``assume_open=None``: scan as outside reasoning, holding the text until the first
+        marker decides what it was (split's rule 4)."""
+        self._undecided = False
+        self._head = []
+        events = self._scan(data, begin)
+        if not self._seen_marker:
+            # Still undecided: everything so far is text (no marker yet), held.
+            self._held.extend(e.text for e in events)  # type: ignore[union-attr]
+            self._undecided = True
+            self._head = [_START]
+            return []
+        return self._release(events)
+
+    def _release(self, events: list[ScanEvent]) -> list[ScanEvent]:
+        held = "".join(self._held)
+        self._held = []
+        stray = self._stray_at
+        self._stray_at = None
+        if stray is None:
+            # The first marker opened a segment: the held text was answer text.
+            return [TextDelta(held), *events] if held else events
+        # A close tag was the first marker: everything before it was reasoning.
+        before = held + "".join(e.text for e in events[:stray])  # type: ignore[union-attr]
+        head: list[ScanEvent] = [_START, ReasoningDelta(before), _END] if before else [_START, _END]
+        return head + events[stray:]
+
     def flush(self) -> list[ScanEvent]:
         """End the stream: release held characters and close an open segment."""
-        events: list[ScanEvent] = self._head
-        self._head = []
         rest = self._pending[self._skip :]
-        if rest:
-            events.append(ReasoningDelta(rest) if self._in_reasoning else TextDelta(rest))
-        if self._in_reasoning:
-            events.append(_END)
-        stray = self.stray_close_at
+        if self._undecided:
+            # No marker at all: the held start was plain text.
+            text = "".join(self._held) + rest
+            events: list[ScanEvent] = [TextDelta(text)] if text else []
+        else:
+            events = self._head
+            self._head = []
+            if rest:
+                events.append(ReasoningDelta(rest) if self._in_reasoning else TextDelta(rest))
+            if self._in_reasoning:
+                events.append(_END)
         self._reset()
-        self.stray_close_at = stray
         return events
 
 

@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Iterable
 
-from reasoning_stream import Event, ReasoningDelta, TextDelta
+from reasoning_stream import Event, ReasoningDelta, ReasoningEnd, ReasoningStart, TextDelta
 
 PROFILE_VARIABLE = "REASONING_STREAM_HYPOTHESIS"
 HYPOTHESIS_PROFILE = os.environ.get(PROFILE_VARIABLE, "dev")
@@ -86,3 +86,26 @@ def said(err: str) -> list[str]:
         elif line:
             messages.append(line)
     return messages
+
+
+def segments_and_text(events: Iterable[Event]) -> tuple[list[str], str]:
+    """The segments and the answer text of a scan's events, checking they nest."""
+    segments: list[str] = []
+    text: list[str] = []
+    current: list[str] | None = None
+    for event in events:
+        if isinstance(event, ReasoningStart):
+            assert current is None, "a segment opened twice"
+            current = []
+        elif isinstance(event, ReasoningEnd):
+            assert current is not None, "a segment closed that was not open"
+            segments.append("".join(current))
+            current = None
+        elif isinstance(event, ReasoningDelta):
+            assert current is not None, "reasoning outside a segment"
+            current.append(event.text)
+        else:
+            assert current is None, "text inside a segment"
+            text.append(event.text)
+    assert current is None, "flush left a segment open"
+    return segments, "".join(text)

@@ -71,11 +71,15 @@ async def test_a_concurrent_arun_of_the_same_pipeline_is_refused_and_loses_no_by
 @pytest.mark.anyio
 async def test_a_pipeline_cannot_start_while_one_of_its_pipes_runs_alone() -> None:
     chunks: list[str] = []
-    alone = ScriptedPipe([ReasoningDelta("r"), 0.05]).set_streaming_callback(chunks.append)
+    # The lone run holds its pipe for 0.5 s after its first chunk: the pipeline starts as soon
+    # as that chunk is seen, so even a loaded machine cannot let the lone run end first.
+    alone = ScriptedPipe([ReasoningDelta("r"), 0.5]).set_streaming_callback(chunks.append)
     pipeline = alone | ScriptedPipe([TextDelta("t")])
     async with anyio.create_task_group() as group:
         group.start_soon(alone.arun, "p")
-        await anyio.sleep(0.01)
+        with anyio.fail_after(10):
+            while "r" not in chunks:
+                await anyio.sleep(0.001)
         with pytest.raises(UsageError, match="already running"):
             await pipeline.arun("p")
     assert chunks == [OPEN, "r", CLOSE]

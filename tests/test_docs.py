@@ -63,6 +63,26 @@ def test_the_providers_page_shows_the_whole_effort_table() -> None:
     assert effort_table().strip() in _hooks().render(page)
 
 
+def test_the_profiles_page_shows_every_rows_passback() -> None:
+    """Each catalogue row has its own line in the rendered passback table, naming all its
+    patterns, its thinking mode, its passback, its details and its binding."""
+    from reasoning_stream import profiles
+
+    page = (DOCS / "profiles.md").read_text(encoding="utf-8")
+    assert "<!-- passback-table -->" in page
+    rendered = _hooks().render(page)
+    assert "<!-- passback-table -->" not in rendered
+    lines = [line for line in rendered.splitlines() if line.startswith("| ")]
+    for row in profiles.table():
+        wanted = [
+            *(f"`{pattern}`" for pattern in row.patterns),
+            f"| {row.profile.thinking} | {row.profile.passback} |",
+            *row.profile.passback_details,
+            *row.profile.binding,
+        ]
+        assert any(all(part in line for part in wanted) for line in lines), row.patterns
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_each_provider_page_shows_its_effort_rows(provider: str) -> None:
     page = (DOCS / "providers" / f"{provider}.md").read_text(encoding="utf-8")

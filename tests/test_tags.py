@@ -18,11 +18,13 @@ from reasoning_stream import (
     ReasoningStart,
     ReasoningStream,
     TextDelta,
+    UsageError,
     _tags,
 )
 from reasoning_stream._tags import MAX_SPACES, Escaper, ScanEvent, Scanner, grammar_for
 from reasoning_stream.testing.hypothesis_strategies import chunkings, tag_text, text_and_chunks
-from tests.helpers import coalesce, reference_split
+from tests.helpers import coalesce, reference_split, segments_and_text
+from tests.reference import reference_split_auto
 
 LONGEST_TAG = len("</reasoning    >")
 
@@ -44,28 +46,6 @@ def scan(chunks: list[str], *, start_in_reasoning: bool = False) -> list[ScanEve
     for chunk in chunks:
         events += scanner.feed(chunk)
     return events + scanner.flush()
-
-
-def segments_and_text(events: list[ScanEvent]) -> tuple[list[str], str]:
-    segments: list[str] = []
-    text: list[str] = []
-    current: list[str] | None = None
-    for event in events:
-        if isinstance(event, ReasoningStart):
-            assert current is None, "a segment opened twice"
-            current = []
-        elif isinstance(event, ReasoningEnd):
-            assert current is not None, "a segment closed that was not open"
-            segments.append("".join(current))
-            current = None
-        elif isinstance(event, ReasoningDelta):
-            assert current is not None, "reasoning outside a segment"
-            current.append(event.text)
-        else:
-            assert current is None, "text inside a segment"
-            text.append(event.text)
-    assert current is None, "flush left a segment open"
-    return segments, "".join(text)
 
 
 def test_scanner_events() -> None:
@@ -286,3 +266,74 @@ def test_escaper_splits_partial_tags_across_deltas() -> None:
     assert escaper.feed("</") == "<"
     assert escaper.feed("b>") == "/b>"
     assert escaper.flush() == ""
+
+
+# ------------------------------------------------------------- assume_open=None (rule 4 live)
+
+
+def scan_auto(chunks: list[str]) -> list[ScanEvent]:
+    scanner = ReasoningStream.scanner(assume_open=None)
+    events: list[ScanEvent] = []
+    for chunk in chunks:
+        events += scanner.feed(chunk)
+    return events + scanner.flush()
+
+
+def test_a_leading_close_tag_ends_a_segment_the_template_opened() -> None:
+    """API section 2: ``assume_open=None`` is split's rule 4, live: the text before a first
+    close tag was reasoning; the close tag never reaches the answer."""
+    events = scan_auto(["plan", " more</th", "ink>answer"])
+    assert coalesce(events) == [
+        ReasoningStart(),
+        ReasoningDelta("plan more"),
+        ReasoningEnd(),
+        TextDelta("answer"),
+    ]
+
+
+def test_the_leading_text_waits_for_the_first_tag_and_goes_out_once_it_decides() -> None:
+    scanner = ReasoningStream.scanner(assume_open=None)
+    assert scanner.feed("Hello") == []
+    assert scanner.held == "Hello"
+    assert coalesce(scanner.feed(" <think>r")) == [
+        TextDelta("Hello "),
+        ReasoningStart(),
+        ReasoningDelta("r"),
+    ]
+    # Decided: later stray close tags are dropped, as split() drops them.
+    assert coalesce(scanner.feed("</think>a</think>b") + scanner.flush()) == [
+        ReasoningEnd(),
+        TextDelta("ab"),
+    ]
+
+
+def test_text_without_markers_goes_out_at_the_end_as_text() -> None:
+    scanner = ReasoningStream.scanner(assume_open=None)
+    assert scanner.feed("no <\\think> markers") == []
+    assert scanner.flush() == [TextDelta("no <think> markers")]
+
+
+def test_start_in_reasoning_and_assume_open_must_agree() -> None:
+    assert coalesce(scan([])) == []
+    with pytest.raises(UsageError, match="assume_open"):
+        ReasoningStream.scanner(start_in_reasoning=True, assume_open=None)
+    scanner = ReasoningStream.scanner(assume_open=True)
+    assert scanner.feed("r") == [ReasoningStart(), ReasoningDelta("r")]
+
+
+@given(text_and_chunks(), thresholds)
+@example(("R</think>T<think>S", ["R</th", "ink>T<think>S"]), 10**9)
+@example(("a<\\think>b</thinking >c", ["a<\\", "think>b</", "thinking >c"]), 0)
+def test_auto_scanner_agrees_with_auto_split_and_the_reference(
+    case: tuple[str, list[str]], threshold: int
+) -> None:
+    """Any chunking: the scanner with ``assume_open=None``, ``split(assume_open=None)`` and an
+    independent reading of rule 4 give the same segments and text."""
+    text, chunks = case
+    with long_input(threshold):
+        events = scan_auto(chunks)
+        whole = scan_auto([text])
+        result = ReasoningStream.split(text, lossless=True)
+    assert coalesce(events) == coalesce(whole)
+    assert segments_and_text(events) == (list(result.segments), result.text)
+    assert segments_and_text(events) == reference_split_auto(text)[:2]

@@ -305,7 +305,7 @@ class Conversation(PassbackHistory, Budgeted, Sequence[dict[str, Any]]):
 
     def run_tools(
         self, pipe: Any, *, max_steps: int = DEFAULT_MAX_STEPS, tools: Any = None,
-        repair: bool = False,
+        repair: bool = False, store: Any = None, conversation_id: str | None = None,
     ) -> ToolLoopResult:  # fmt: skip
         """Run ``pipe``, run the tools it calls, add the results, and repeat until it answers.
 
@@ -315,17 +315,22 @@ class Conversation(PassbackHistory, Budgeted, Sequence[dict[str, Any]]):
         results are added in call order. A tool that raises, an unknown name or arguments that
         do not fit the schema give an error result the model reads. The loop stops at an
         answer without calls or after ``max_steps`` responses (``status == "max_steps"``).
-        ``tools`` defaults to ``pipe.tools``. See ``reasoning_stream.conversation._tool_loop``.
+        ``tools`` defaults to ``pipe.tools``. A :meth:`budget` caps the whole loop: the effort
+        steps down near it, and past it the loop stops with status ``"budget"``. With
+        ``store=`` and ``conversation_id=`` each step is recorded there as :meth:`run` records
+        one and each tool result appended; this conversation's budget caps that loop too.
+        See ``reasoning_stream.conversation._tool_loop``.
         """
-        return drive(ConversationSteps(self, repair=repair), pipe, max_steps=max_steps, tools=tools)
+        steps = ConversationSteps(self, repair=repair, store=store, conversation_id=conversation_id)
+        return drive(steps, pipe, max_steps=max_steps, tools=tools)
 
     async def arun_tools(
         self, pipe: Any, *, max_steps: int = DEFAULT_MAX_STEPS, tools: Any = None,
-        repair: bool = False,
+        repair: bool = False, store: Any = None, conversation_id: str | None = None,
     ) -> ToolLoopResult:  # fmt: skip
         """:meth:`run_tools` on the event loop (asyncio or trio): async tools are awaited, sync
         tools run in worker threads; cancellation keeps every completed step."""
-        steps = ConversationSteps(self, repair=repair)
+        steps = ConversationSteps(self, repair=repair, store=store, conversation_id=conversation_id)
         return await adrive(steps, pipe, max_steps=max_steps, tools=tools)
 
     def _adopt(self, other: Conversation, budget: Budget | None, answer: PipeResult) -> PipeResult:

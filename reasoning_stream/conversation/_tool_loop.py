@@ -129,9 +129,13 @@ class StepTarget(Protocol):
 class _History(Protocol):
     """What :class:`ConversationSteps` uses of a ``Conversation`` (which imports this module)."""
 
-    def run(self, pipe: Any, *, repair: bool = False) -> PipeResult: ...
+    def run(
+        self, pipe: Any, *, repair: bool = False, store: Any = None, conversation_id: Any = None
+    ) -> PipeResult: ...
 
-    async def arun(self, pipe: Any, *, repair: bool = False) -> PipeResult: ...
+    async def arun(
+        self, pipe: Any, *, repair: bool = False, store: Any = None, conversation_id: Any = None
+    ) -> PipeResult: ...
 
     def add_message(self, message: Mapping[str, Any]) -> Any: ...
 
@@ -147,24 +151,55 @@ def over_budget(conversation: object) -> bool:
 
 
 class ConversationSteps:
-    """A tool loop recorded in a conversation: ``Conversation.run`` per step, results added."""
+    """A tool loop recorded in a conversation: ``Conversation.run`` per step, results added.
 
-    def __init__(self, conversation: _History, *, repair: bool = False) -> None:
+    With a ``store`` (and ``conversation_id``) each step is ``Conversation.run(store=...)``
+    and each tool result is appended to the store too: the loop is saved step by step, and
+    the conversation's own budget caps it (a store keeps no budget).
+    """
+
+    def __init__(
+        self,
+        conversation: _History,
+        *,
+        repair: bool = False,
+        store: Any = None,
+        conversation_id: Any = None,
+    ) -> None:
+        if (store is None) != (conversation_id is None):
+            raise UsageError(
+                "a tool loop recorded in a store takes both store= (a conversation store) and "
+                f"conversation_id= (its id); got store={type(store).__name__}, "
+                f"conversation_id={conversation_id!r}"
+            )
         self.conversation = conversation
         self.repair = repair
+        self.store = store
+        self.conversation_id = conversation_id
 
     def run_step(self, pipe: Any) -> PipeResult:
-        return self.conversation.run(pipe, repair=self.repair)
+        return self.conversation.run(
+            pipe, repair=self.repair, store=self.store, conversation_id=self.conversation_id
+        )
 
     async def arun_step(self, pipe: Any) -> PipeResult:
-        return await self.conversation.arun(pipe, repair=self.repair)
+        return await self.conversation.arun(
+            pipe, repair=self.repair, store=self.store, conversation_id=self.conversation_id
+        )
 
     def add_results(self, results: Sequence[ToolResult]) -> None:
         for result in results:
-            self.conversation.add_message(result.to_message())
+            message = result.to_message()
+            if self.store is not None:
+                # Atomic, after whatever is stored: another writer's turn is never lost.
+                self.store.append(self.conversation_id, message)
+            self.conversation.add_message(message)
 
     async def aadd_results(self, results: Sequence[ToolResult]) -> None:
-        self.add_results(results)
+        if self.store is None:
+            self.add_results(results)
+        else:
+            await anyio.to_thread.run_sync(self.add_results, results)
 
     def over_budget(self) -> bool:
         return over_budget(self.conversation)

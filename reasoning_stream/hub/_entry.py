@@ -11,6 +11,7 @@ from .._events import (
     OpaqueState,
     ReasoningDelta,
     ReasoningEnd,
+    ReasoningHidden,
     ReasoningStart,
     TextDelta,
     ToolCall,
@@ -79,6 +80,8 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             data["usage"]["cache_read_tokens"] = usage.cache_read_tokens
         if usage.cache_write_tokens is not None:
             data["usage"]["cache_write_tokens"] = usage.cache_write_tokens
+    elif isinstance(event, ReasoningHidden):
+        data.update(duration=event.duration, tokens=event.tokens)
     elif isinstance(event, OpaqueState):
         raise ValueError("opaque provider state is never published")
     elif not isinstance(event, ReasoningStart | ReasoningEnd):
@@ -115,4 +118,6 @@ def event_from_dict(data: dict[str, Any]) -> Event:
         )
     if kind == "usage":
         return UsageReport(Usage(**data["usage"]), source=source)
+    if kind == "reasoning_hidden":
+        return ReasoningHidden(data["duration"], data.get("tokens"), source=source)
     raise ValueError(f"unknown event kind {kind!r}")

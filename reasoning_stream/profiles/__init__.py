@@ -40,6 +40,7 @@ from ._registry import (
     unregister,
 )
 from ._registry import load_environment as _load_environment
+from ._tables import passback_table
 
 __all__ = [
     "CONTROLS",
@@ -56,6 +57,7 @@ __all__ = [
     "UnknownModelWarning",
     "load_file",
     "lookup",
+    "passback_table",
     "register",
     "registered",
     "table",

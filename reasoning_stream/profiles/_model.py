@@ -66,13 +66,15 @@ PASSBACK_DETAILS: tuple[str, ...] = (
     "empty_on_tool_turns",
     "signatures",
     "signed_calls",
+    "content_chunks",
 )
 """Documented details of passback: only turns that called tools carry reasoning back; the
 final answer of a tool-using turn carries it too; a tool turn without reasoning takes an empty
 field; the state is a signature riding on the parts (Claude's signed thinking blocks, Gemini's
 thought signatures), and a tool-use turn of the current tool loop must come back with it while
 thinking is on; a function call of the current turn is refused without its signature
-(``signed_calls``, Gemini 3 and later)."""
+(``signed_calls``, Gemini 3 and later); the reasoning goes back inside the message's content
+as the thinking chunk it came in (``content_chunks``, Mistral), not in a field of its own."""
 
 
 @dataclass(frozen=True, slots=True)

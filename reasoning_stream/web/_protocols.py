@@ -100,6 +100,9 @@ class ChannelTranslator:
 class _PartsTranslator:
     """The part bookkeeping the AG-UI and AI SDK UI streams share; subclasses spell the wire.
 
+    ``ReasoningHidden`` has no event in either protocol (they stream reasoning text, and a
+    hidden segment has none), so it is left out; the ``channel`` protocol carries it as JSON.
+
     A reasoning segment opens at ``ReasoningStart`` (or a ``ReasoningDelta`` outside one) and
     closes at ``ReasoningEnd``, at answer text, or at the end; answer text is one part until
     reasoning resumes or another pipe of a pipeline speaks. Part ids are ``reasoning-<entry

@@ -68,10 +68,15 @@ def _streams(prefix: str) -> list[list[Any]]:
     return streams
 
 
+def _still() -> float:
+    """A clock that stands still: hidden reasoning's duration is the same in every reading."""
+    return 0.0
+
+
 PROVIDERS: dict[str, tuple[Callable[[], Any], list[list[Any]]]] = {
-    "anthropic": (lambda: AnthropicTranslator(model="m"), _streams("anthropic_")),
+    "anthropic": (lambda: AnthropicTranslator(model="m", clock=_still), _streams("anthropic_")),
     "openai-responses": (
-        lambda: OpenAIResponsesTranslator(model="m"),
+        lambda: OpenAIResponsesTranslator(model="m", clock=_still),
         _streams("openai_responses_"),
     ),
     "openai-chat": (

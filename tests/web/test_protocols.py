@@ -206,3 +206,27 @@ def test_each_pipe_of_a_pipeline_speaks_in_its_own_text_part(
     kinds = [item["type"] for item in data]
     assert kinds.count(start) == 2 and kinds.count(end) == 2
     assert kinds.index(end) < kinds.index(start, kinds.index(start) + 1)
+
+
+def test_hidden_reasoning_travels_the_hub_and_the_channel_protocol_only() -> None:
+    """``ReasoningHidden`` is a typed event: the hub keeps it (memory and the Redis entry
+    codec), the channel protocol carries it as JSON; AG-UI and the AI SDK UI stream have no
+    event for reasoning nobody can read, so they leave it out (their streams stay valid)."""
+    from reasoning_stream import ReasoningHidden
+    from reasoning_stream.hub._redis_codec import decode_entry, entry_fields
+
+    entries, result = published([ReasoningHidden(4.5, 812), TextDelta("Paris.")])
+    (entry,) = [e for e in entries if isinstance(e.event, ReasoningHidden)]
+    assert (entry.chunk, entry.event) == ("", ReasoningHidden(4.5, 812))
+    fields = entry_fields(entry.chunk, entry.event, None)
+    assert decode_entry("0-1", dict(zip(fields[::2], fields[1::2], strict=True))).event == (
+        ReasoningHidden(4.5, 812)
+    )
+    channel = [json.loads(data) for _, data in translate("channel", entries)]
+    hidden = {"chunk": "", "kind": "reasoning_hidden", "duration": 4.5, "tokens": 812}
+    assert hidden | {"source": "ScriptedPipe"} in channel
+    for event_id, data in translate("ag-ui", entries):
+        AGUI.validate_python(json.loads(data))
+        assert "hidden" not in data, event_id
+    assert all("hidden" not in data for _, data in translate("vercel-ui", entries))
+    assert result.text == "Paris." and result.model_reasoning == ""

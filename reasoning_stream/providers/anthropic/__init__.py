@@ -9,7 +9,7 @@ driver feeds the raw events through an :class:`~.translate.AnthropicTranslator`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal, Unpack
 
 import httpx
@@ -26,6 +26,7 @@ from .._errors import (
     provider_error,
     retry_after_seconds,
 )
+from .._inline import InlineTags, check_inline_options, inline_translator
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import SKIP, Call, HttpCall, SdkCall, decode_json, payload_text
@@ -72,6 +73,9 @@ class AnthropicPipe(ProviderPipe):
             plain dicts, without the SDK's model objects; same results, a fraction of the CPU).
         http_client: the ``httpx.Client``/``AsyncClient`` for ``transport="httpx"`` (or pass
             it as ``client=``); without one the pipe builds its own.
+        inline_tags, start_in_reasoning, tags: read ``<think>`` tags in the answer text, for
+            compatible endpoints that leak them there, as :class:`OpenAIChatPipe` takes them
+            (default ``False``: this API separates reasoning itself).
 
     Example::
 
@@ -98,9 +102,15 @@ class AnthropicPipe(ProviderPipe):
         thinking: Mapping[str, Any] | None = None,
         transport: Literal["sdk", "httpx"] = "sdk",
         http_client: httpx.Client | httpx.AsyncClient | None = None,
+        inline_tags: InlineTags = False,
+        start_in_reasoning: bool | None = None,
+        tags: Iterable[str] | None = None,
         **options: Unpack[EndpointOptions],
     ) -> None:
         super().__init__(model, **options)
+        self.inline_tags: InlineTags = inline_tags
+        self.tags: tuple[str, ...] | None = check_inline_options(inline_tags, tags)
+        self.start_in_reasoning = start_in_reasoning
         self.transport = transport
         self.take_http_client(transport, http_client, sdk="an anthropic.Anthropic client")
         if thinking is not None and self.reasoning is not None:
@@ -175,10 +185,13 @@ class AnthropicPipe(ProviderPipe):
         # They share no public base class, but every one of them has a coroutine close().
         return async_by(client, "close")
 
-    def translator(self) -> AnthropicTranslator:
-        """A fresh translator for one message."""
-        return AnthropicTranslator(
-            provider=self.provider or PROVIDER, model=self.model or "", endpoint=self.endpoint
+    def translator(self) -> Any:
+        """A fresh translator for one message (its text read for inline tags when asked)."""
+        return inline_translator(
+            self,
+            AnthropicTranslator(
+                provider=self.provider or PROVIDER, model=self.model or "", endpoint=self.endpoint
+            ),
         )
 
     # ----------------------------------------------------------------------------- call

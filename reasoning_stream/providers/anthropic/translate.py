@@ -11,7 +11,8 @@ extra={"thinking": <the block's full thinking text>})``; a ``redacted_thinking``
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ from ..._events import (
 from ..._exceptions import ProviderError
 from .._errors import build_error
 from .._fields import field_of, text_of
+from .._hidden import HiddenBlocks
 from .._states import state_of
 
 __all__ = ["AnthropicTranslator", "error_details", "field_of", "stream_error", "text_of"]
@@ -89,6 +91,11 @@ class AnthropicTranslator:
     and ``stop_reasons`` replaces the table that maps stop reasons to finish reasons
     (reasons it does not name pass through unchanged).
 
+    A thinking block without text (``display: "omitted"``: a signature only) and a
+    ``redacted_thinking`` block are hidden reasoning: no text, and a ``ReasoningHidden``
+    (the block's duration by ``clock``, the message's thinking tokens when reported) once
+    the message's closing usage arrives.
+
     >>> translator = AnthropicTranslator(model="claude-sonnet-4-6")
     >>> translator.feed({"type": "content_block_start", "index": 0,
     ...                  "content_block": {"type": "text", "text": ""}})
@@ -106,6 +113,7 @@ class AnthropicTranslator:
         endpoint: str | None = None,
         state_extra: Mapping[str, Any] | None = None,
         stop_reasons: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -126,6 +134,8 @@ class AnthropicTranslator:
         # state records them, so a follow-up request echoes the blocks in the order received.
         self._text_length = 0
         self._calls = 0
+        self._hidden = HiddenBlocks(clock)
+        self._reasoning_tokens: int | None = None
 
     def feed(self, event: Any) -> list[Event]:
         """The events for one raw stream event; unknown event types give none.
@@ -191,6 +201,7 @@ class AnthropicTranslator:
         for index in sorted(self._blocks):
             events.extend(self._close(index, self._blocks[index]))
         self._blocks.clear()
+        events.extend(self._hidden.release(self._reasoning_tokens))
         return events
 
     def salvage(self) -> list[Event]:
@@ -209,13 +220,19 @@ class AnthropicTranslator:
         if isinstance(model, str) and model:
             self.details["response_model"] = model
         usage = _usage(field_of(message, "usage"))
-        return [UsageReport(usage)] if usage is not None else []
+        if usage is None:
+            return []
+        self._reasoning_tokens = usage.reasoning_tokens or self._reasoning_tokens
+        return [UsageReport(usage)]
 
     def _on_message_delta(self, event: Any) -> list[Event]:
         events: list[Event] = []
         usage = _usage(field_of(event, "usage"))
         if usage is not None:
+            self._reasoning_tokens = usage.reasoning_tokens or self._reasoning_tokens
             events.append(UsageReport(usage))
+        # The message's counts are in: the hidden blocks go out with them.
+        events.extend(self._hidden.release(self._reasoning_tokens))
         reason = field_of(field_of(event, "delta"), "stop_reason")
         if isinstance(reason, str) and reason:
             self.stopped = True
@@ -235,6 +252,7 @@ class AnthropicTranslator:
                 position=self._position(),
             )
             self._blocks[index] = block
+            self._hidden.start(index)
             events: list[Event] = [ReasoningStart()]
             # The API starts thinking blocks empty, but a proxy may send one whole.
             initial = text_of(field_of(content, "thinking"))
@@ -246,6 +264,8 @@ class AnthropicTranslator:
             # The data is complete in the start event; keep it now so a stream cut before
             # the block's stop still leaves it on the result.
             data = text_of(field_of(content, "data"))
+            self._blocks[index] = _Block("redacted")
+            self._hidden.start(index)
             if not data:
                 return []
             return [OpaqueState(self._state("redacted", data, index, self._position()))]
@@ -275,6 +295,7 @@ class AnthropicTranslator:
         if delta_type == "thinking_delta":
             if block is None:
                 block = self._blocks[index] = _Block("thinking", position=self._position())
+                self._hidden.start(index)
             piece = delta.get("thinking") if plain else field_of(delta, "thinking")
             if not piece or not isinstance(piece, str):
                 return []
@@ -283,6 +304,7 @@ class AnthropicTranslator:
         if delta_type == "signature_delta":
             if block is None:
                 block = self._blocks[index] = _Block("thinking", position=self._position())
+                self._hidden.start(index)
             # The API sends the whole signature in one delta; a later one replaces it.
             block.signature = text_of(field_of(delta, "signature"))
             return []
@@ -298,7 +320,13 @@ class AnthropicTranslator:
         return []
 
     def _close(self, index: Any, block: _Block) -> list[Event]:
+        if block.type == "redacted":
+            self._hidden.stop(index, hidden=True)
+            return []
         if block.type == "thinking":
+            # No text (display "omitted": a signature only): hidden, no markers reach the
+            # channel (an empty segment writes none) and ReasoningHidden follows.
+            self._hidden.stop(index, hidden=not any(block.parts))
             events: list[Event] = [ReasoningEnd()]
             # An unsigned block cannot be sent back, so it leaves no state.
             if block.signature:

@@ -32,6 +32,8 @@ from ..._events import (
 from ..._json import loads
 from ..._tags import Scanner
 from .._errors import build_error
+from .._hidden import HiddenBlocks
+from .._inline import inline_rule
 from .._states import state_of
 from ..anthropic.translate import AnthropicTranslator
 
@@ -186,6 +188,7 @@ class ConverseStreamTranslator:
         # follow-up request echoes the blocks in the order received.
         self._text_length = 0
         self._calls = 0
+        self._hidden = HiddenBlocks()
 
     def _block(self, index: Any) -> _Block:
         key = index if isinstance(index, int) else -1
@@ -221,8 +224,12 @@ class ConverseStreamTranslator:
             # The metadata's ``trace`` (guardrail assessments, prompt routing) describes the
             # request's handling; it is never the model's reasoning.
             usage = (chunk["metadata"] or {}).get("usage")
+            tokens = None
             if isinstance(usage, Mapping):
-                events.append(UsageReport(_converse_usage(usage)))
+                report = _converse_usage(usage)
+                tokens = report.reasoning_tokens
+                events.append(UsageReport(report))
+            events += self._hidden.release(tokens)
         return events
 
     def _delta(self, body: Mapping[str, Any], events: list[Event]) -> None:
@@ -234,6 +241,7 @@ class ConverseStreamTranslator:
             block = self._block(index)
             if not block.is_reasoning:
                 block.position = {"text_offset": self._text_length, "call_index": self._calls}
+                self._hidden.start(block.index)
             block.is_reasoning = True
             text = reasoning.get("text")
             if isinstance(text, str) and text:
@@ -260,6 +268,8 @@ class ConverseStreamTranslator:
 
     def _close(self, block: _Block, events: list[Event]) -> None:
         if block.is_reasoning:
+            # Redacted (or signature-only) reasoning shows nothing: ReasoningHidden instead.
+            self._hidden.stop(block.index, hidden=not block.reasoning)
             if block.reasoning:
                 events.append(ReasoningEnd())
             if block.signature is not None:
@@ -307,6 +317,7 @@ class ConverseStreamTranslator:
         for index in sorted(self._blocks):
             self._close(self._blocks[index], events)
         self._blocks.clear()
+        events += self._hidden.release()
         if not self.stopped:
             raise build_error(
                 self.provider,
@@ -555,6 +566,10 @@ def _header_count(headers: Mapping[str, Any], name: str) -> int | None:
 
 
 def starts_in_reasoning(model: str) -> bool:
-    """Whether the model's template pre-fills ``<think>`` (DeepSeek-R1 and its distillations)."""
-    lowered = model.lower()
-    return "deepseek" in lowered and "r1" in lowered
+    """Whether the model's template pre-fills ``<think>``: its profile's ``inline.opens_inside``
+    (DeepSeek-R1 on InvokeModel).
+
+    >>> starts_in_reasoning("us.deepseek.r1-v1:0")
+    True
+    """
+    return inline_rule("bedrock", model).opens_inside

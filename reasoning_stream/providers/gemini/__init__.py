@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Unpack
 
 import httpx
@@ -43,6 +43,7 @@ from ...conversation._policy import PassbackPolicy
 from ...profiles import ModelProfile
 from .._clients import demo_over_url
 from .._errors import build_error, retry_after_seconds
+from .._inline import InlineTags, check_inline_options, inline_translator
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import Call, HttpCall, payload_text
@@ -133,6 +134,9 @@ class GeminiPipe(ProviderPipe):
             ``https://generativelanguage.googleapis.com/v1beta``).
         api_key: sent as ``x-goog-api-key`` (default ``$GEMINI_API_KEY``, else
             ``$GOOGLE_API_KEY``); never put in the URL, and scrubbed from error messages.
+        inline_tags, start_in_reasoning, tags: read ``<think>`` tags in the answer text, for
+            compatible endpoints that leak them there, as :class:`OpenAIChatPipe` takes them
+            (default ``False``: this API separates reasoning itself).
 
     >>> pipe = GeminiPipe("gemini-2.5-flash")                    # doctest: +SKIP
     >>> pipe.set_streaming_callback(print).run("Why is the sky blue?")  # doctest: +SKIP
@@ -152,6 +156,9 @@ class GeminiPipe(ProviderPipe):
         *,
         include_thoughts: bool = True,
         thinking_config: Mapping[str, Any] | None = None,
+        inline_tags: InlineTags = False,
+        start_in_reasoning: bool | None = None,
+        tags: Iterable[str] | None = None,
         **options: Unpack[EndpointOptions],
     ) -> None:
         # Native Gemini tools (googleSearch, codeExecution, ...) pass through as given; the
@@ -170,6 +177,9 @@ class GeminiPipe(ProviderPipe):
         self.thinking_config: dict[str, Any] = dict(thinking_config or {})
         self.native_tools: list[dict[str, Any]] = [dict(item) for item in native]
         """Native Gemini tool objects (``{"googleSearch": {}}``), sent as given."""
+        self.inline_tags: InlineTags = inline_tags
+        self.tags: tuple[str, ...] | None = check_inline_options(inline_tags, tags)
+        self.start_in_reasoning = start_in_reasoning
 
     @property
     def url(self) -> str:
@@ -224,10 +234,13 @@ class GeminiPipe(ProviderPipe):
 
     # ---------------------------------------------------------------------------- events
 
-    def translator(self) -> GeminiTranslator:
-        """A fresh translator for one response."""
-        return GeminiTranslator(
-            model=self.model or "", provider=self.provider or "gemini", endpoint=self.endpoint
+    def translator(self) -> Any:
+        """A fresh translator for one response (its text read for inline tags when asked)."""
+        return inline_translator(
+            self,
+            GeminiTranslator(
+                model=self.model or "", provider=self.provider or "gemini", endpoint=self.endpoint
+            ),
         )
 
     def is_async_client(self, client: Any) -> bool:

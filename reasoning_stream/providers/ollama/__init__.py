@@ -23,7 +23,7 @@ from ..._effort import merge_params
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ...conversation._policy import PassbackPolicy, readable_passback
-from ...profiles import ModelProfile
+from ...profiles import Inline, ModelProfile
 from .._clients import async_by, require
 from .._errors import (
     build_error,
@@ -129,6 +129,10 @@ class OllamaPipe(ProviderPipe):
             )
         self.options: dict[str, Any] = dict(options or {})
         self.inline_tags: bool | Literal["auto"] = inline_tags
+        # The profile names the tags a model writes; where it starts is the caller's, since
+        # Ollama renders its own templates (which leave the open tag to the model).
+        self.inline: Inline = self.profile.inline
+        """The model's inline-tag rule, from its profile (the tag names it writes)."""
         self.start_in_reasoning = start_in_reasoning
         self.tags: tuple[str, ...] | None = tuple(tags) if tags is not None else None
         # The scope of what this pipe's turns may get back is the server it really talks to:
@@ -201,6 +205,7 @@ class OllamaPipe(ProviderPipe):
             api=self.api,
             inline_tags=self.inline_tags,
             start_in_reasoning=self.start_in_reasoning,
+            inline=self.inline,
             tags=self.tags,
         )
 

@@ -21,8 +21,9 @@ from ..._events import (
     Usage,
     UsageReport,
 )
+from ...profiles import Inline
 from .._fields import field_of, text_of
-from .._inline import TagReader, inline_scanner
+from .._inline import TagReader, inline_rule, inline_scanner
 
 __all__ = ["OllamaTranslator", "field_of", "text_of"]
 
@@ -69,8 +70,9 @@ class OllamaTranslator:
         endpoint: str | None = None,
         api: Literal["chat", "generate"] = "chat",
         inline_tags: bool | Literal["auto"] = "auto",
-        start_in_reasoning: bool = False,
+        start_in_reasoning: bool | None = None,
         tags: Iterable[str] | None = None,
+        inline: Inline | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -79,8 +81,10 @@ class OllamaTranslator:
         self.endpoint = endpoint
         self.api = api
         self._always_scan = inline_tags is True
+        if inline is None and inline_tags is not False:
+            inline = inline_rule(provider, model, endpoint)
         self._scanner: TagReader | None = inline_scanner(
-            inline_tags, start_in_reasoning=start_in_reasoning, tags=tags
+            inline_tags, start_in_reasoning=start_in_reasoning, inline=inline or Inline(), tags=tags
         )
         self._native_open = False
         self._calls = 0

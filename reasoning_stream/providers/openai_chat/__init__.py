@@ -21,8 +21,9 @@ from ..._pipe import Prompt
 from ..._tags import DEFAULT_TAGS, grammar_for
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy, readable_passback
-from ...profiles import ModelProfile
+from ...profiles import Inline, ModelProfile
 from .._clients import async_by, demo_over_sdk
+from .._inline import start_setting
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import Call, HttpCall, SdkCall
@@ -71,8 +72,9 @@ class OpenAIChatPipe(ProviderPipe):
         inline_tags: ``"auto"`` scans ``content`` for ``<think>`` tags until native reasoning
             appears; ``True`` always scans; ``False`` never does.
         start_in_reasoning: the content starts inside reasoning (templates that pre-fill the
-            open tag). ``None``: recognised from the model id (DeepSeek-R1 and its
-            distillations, not ``deepseek-reasoner``). Needs inline tags on.
+            open tag). ``None``: the model's profile says (``inline.opens_inside``: DeepSeek-R1
+            distillations, Qwen3 thinking builds, OLMo 3 Think; ``profiles.register`` adds
+            a model). Needs inline tags on.
         tags: tag names for the scanner (default ``think``, ``thinking``, ``reasoning``).
         include_usage: request ``stream_options.include_usage`` (default on).
         send_reasoning_back: put a turn's readable reasoning back on earlier assistant
@@ -135,18 +137,16 @@ class OpenAIChatPipe(ProviderPipe):
             else tuple((tags,) if isinstance(tags, str) else tags)
         )
         grammar_for(self.tags)  # a bad tag name fails here, not in the middle of a stream
-        self.start_in_reasoning = (
-            self._detect_start_in_reasoning(model)
-            if start_in_reasoning is None
-            else start_in_reasoning
-        )
+        self.inline: Inline = self._inline_rule(model)
+        """The model's inline-tag rule, from its profile (tag names, template opens inside)."""
+        self.start_in_reasoning: bool | None = start_setting(start_in_reasoning, self.inline)
         self.include_usage = include_usage
         self.send_reasoning_back = send_reasoning_back
 
     # ------------------------------------------------------------------------ configuration
 
-    def _detect_start_in_reasoning(self, model: str) -> bool:
-        return starts_in_reasoning(model)
+    def _inline_rule(self, model: str) -> Inline:
+        return self.profile.inline
 
     def needs_api_key(self) -> bool:
         """A key, except on the httpx transport to a server of one's own (vLLM, llama.cpp)."""
@@ -167,6 +167,7 @@ class OpenAIChatPipe(ProviderPipe):
             start_in_reasoning=self.start_in_reasoning,
             tags=self.tags,
             reasoning_fields=self.reasoning_fields,
+            inline=self.inline,
         )
 
     # ----------------------------------------------------------------------------- request

@@ -52,7 +52,13 @@ def message(turn: HistoryTurn, pipe: object, *, reasoning_field: str) -> dict[st
     plain = strip_inert_keys(turn.message)
     if plain.get("role") != "assistant":
         return plain
-    if turn.reasoning is not None and (turn.reasoning or reasoning_field not in plain):
+    profile = getattr(pipe, "profile", None)
+    if profile is not None and "content_chunks" in profile.passback_details:
+        # Mistral: the reasoning goes back as a thinking chunk ahead of the answer's text
+        # chunk, the shape the reply came in (docs.mistral.ai/capabilities/reasoning/).
+        if turn.reasoning:
+            plain["content"] = content_chunks(turn.reasoning, plain.get("content"))
+    elif turn.reasoning is not None and (turn.reasoning or reasoning_field not in plain):
         plain[reasoning_field] = turn.reasoning
     states = [state for state in turn.states if state.may_go_to(pipe, check_endpoint=False)]
     details = [json.loads(state.payload) for state in states if state.kind == "reasoning_details"]
@@ -67,6 +73,27 @@ def message(turn: HistoryTurn, pipe: object, *, reasoning_field: str) -> dict[st
         # Gemini's OpenAI-compatible endpoint wants each signature back on its own call.
         plain["tool_calls"] = [_signed_call(call, signed) for call in plain["tool_calls"]]
     return plain
+
+
+def content_chunks(reasoning: str, content: Any) -> list[dict[str, Any]]:
+    """Mistral's chunk content: a thinking chunk holding ``reasoning``, then the answer.
+
+    >>> content_chunks("hm", "hi")[0]
+    {'type': 'thinking', 'thinking': [{'type': 'text', 'text': 'hm'}]}
+    """
+    chunks: list[dict[str, Any]] = [
+        {"type": "thinking", "thinking": [{"type": "text", "text": reasoning}]}
+    ]
+    if isinstance(content, str):
+        if content:
+            chunks.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        chunks += [part for part in content if not _is_thinking(part)]
+    return chunks
+
+
+def _is_thinking(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") == "thinking"
 
 
 def _signed_call(call: Any, signed: Mapping[Any, str | bytes]) -> Any:

@@ -25,8 +25,9 @@ from ..._events import (
     UsageReport,
 )
 from ..._exceptions import ProviderError
+from ...profiles import Inline
 from .._errors import build_error
-from .._inline import TagReader, inline_scanner
+from .._inline import TagReader, inline_rule, inline_scanner
 from .._states import state_of
 
 __all__ = [
@@ -63,22 +64,20 @@ _FINISH_REASONS = {
 }
 
 
-def starts_in_reasoning(model: str) -> bool:
+def starts_in_reasoning(model: str, base_url: str | None = None) -> bool:
     """Whether ``model`` streams its reasoning as content that starts inside ``<think>``.
 
-    DeepSeek-R1 and its distillations use a chat template that writes the open tag
-    itself, so the stream holds only the close tag. ``deepseek-reasoner`` (DeepSeek's API)
-    streams ``reasoning_content`` instead and is not one of them.
+    Read from the model's profile (``inline.opens_inside``): DeepSeek-R1 distillations, Qwen3
+    thinking builds and OLMo 3 Think use chat templates that write the open tag themselves,
+    so the stream holds only the close tag. ``deepseek-reasoner`` (DeepSeek's API) streams
+    ``reasoning_content`` instead and is not one of them.
 
     >>> starts_in_reasoning("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B")
     True
     >>> starts_in_reasoning("deepseek-reasoner")
     False
     """
-    lowered = model.lower().replace("_", "-")
-    if "deepseek-reasoner" in lowered:
-        return False
-    return "deepseek-r1" in lowered or "r1-distill" in lowered
+    return inline_rule("openai-chat", model, base_url).opens_inside
 
 
 def field_of(obj: Any, name: str) -> Any:
@@ -144,7 +143,9 @@ class OpenAIChatTranslator:
       A change of ``index`` between reasoning deltas closes the segment (a new block).
     * ``content`` is the answer, read through an inline-tag scanner while ``inline_tags``
       says so (``"auto"``: until native reasoning appears, flushing the scanner then).
-      ``refusal`` is answer text too. JSON ``null`` never becomes text.
+      ``refusal`` is answer text too. JSON ``null`` never becomes text. ``content`` may
+      also be a list of typed chunks (Mistral): ``thinking`` chunks are reasoning, ``text``
+      chunks answer text.
     * Tool-call fragments are assembled per ``index`` and emitted when the finish reason
       arrives (or at ``finish()``); a usage report comes from any chunk carrying ``usage``.
     * A chunk with an ``error`` object raises ``ProviderError`` with its message.
@@ -181,9 +182,10 @@ class OpenAIChatTranslator:
         model: str,
         endpoint: str | None = None,
         inline_tags: InlineTags = "auto",
-        start_in_reasoning: bool = False,
+        start_in_reasoning: bool | None = None,
         tags: Iterable[str] | None = None,
         reasoning_fields: Iterable[str] = REASONING_FIELDS,
+        inline: Inline | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -194,10 +196,12 @@ class OpenAIChatTranslator:
         """What the response says of itself: ``response_model``, ``system_fingerprint``,
         ``service_tier`` (read from the first chunk; every chunk repeats them)."""
         self._fields = tuple(reasoning_fields)
+        if inline is None and inline_tags is not False:
+            inline = inline_rule(provider, model, endpoint)
         self._scanner: TagReader | None = inline_scanner(
             inline_tags,
             start_in_reasoning=start_in_reasoning,
-            known_inline=starts_in_reasoning(model),
+            inline=inline or Inline(),
             tags=tags,
         )
         self._scanning_is_auto = inline_tags == "auto"
@@ -325,13 +329,11 @@ class OpenAIChatTranslator:
                 self._block = block
             events.append(ReasoningDelta(reasoning))
         content = delta.get("content") if plain else field_of(delta, "content")
-        if isinstance(content, str) and content:
-            scanner = self._scanner
-            if scanner is None:
-                events.append(TextDelta(content))
-            else:
-                self._scanned = True
-                events.extend(scanner.feed(content))
+        if isinstance(content, str):
+            if content:
+                self._feed_content(content, events)
+        elif isinstance(content, list):
+            self._feed_parts(content, events)
         refusal = delta.get("refusal") if plain else field_of(delta, "refusal")
         if isinstance(refusal, str) and refusal:
             events.append(TextDelta(refusal))
@@ -339,6 +341,38 @@ class OpenAIChatTranslator:
         if tool_calls and isinstance(tool_calls, list):
             for part in tool_calls:
                 self._feed_tool_call(part)
+
+    def _feed_content(self, content: str, events: list[Event]) -> None:
+        scanner = self._scanner
+        if scanner is None:
+            events.append(TextDelta(content))
+        else:
+            self._scanned = True
+            events.extend(scanner.feed(content))
+
+    def _feed_parts(self, parts: list[Any], events: list[Event]) -> None:
+        """Content as a list of typed chunks (Mistral): a ``thinking`` chunk holds a list of
+        ``text`` chunks of reasoning, a ``text`` chunk is answer text. Other chunk types
+        (references) carry no text of either kind."""
+        for part in parts:
+            kind = field_of(part, "type")
+            if kind == "thinking":
+                if self._scanner is not None:
+                    self._native_reasoning_seen(events)
+                inner = field_of(part, "thinking")
+                pieces = [
+                    text
+                    for item in (inner if isinstance(inner, list) else ())
+                    if field_of(item, "type") == "text"
+                    and isinstance(text := field_of(item, "text"), str)
+                ]
+                reasoning = "".join(pieces)
+                if reasoning:
+                    events.append(ReasoningDelta(reasoning))
+            elif kind == "text":
+                text = field_of(part, "text")
+                if isinstance(text, str) and text:
+                    self._feed_content(text, events)
 
     def _native_reasoning_seen(self, events: list[Event]) -> None:
         # In auto mode the host has shown it separates reasoning itself: content is plain

@@ -9,7 +9,7 @@ shared driver feeds the events through an :class:`~.translate.OpenAIResponsesTra
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal, Unpack
 
 import httpx
@@ -21,6 +21,7 @@ from ...conversation._policy import PassbackPolicy
 from ...profiles import ModelProfile
 from .._clients import async_by, demo_over_sdk, require
 from .._errors import build_error
+from .._inline import InlineTags, check_inline_options, inline_translator
 from .._pipe import EndpointOptions, ProviderPipe
 from .._spec import ApiRoot, Demo, ProviderSpec
 from .._transports import Call, HttpCall, SdkCall, decode_json
@@ -69,6 +70,9 @@ class OpenAIResponsesPipe(ProviderPipe):
             plain dicts, without the SDK's model objects; same results, a fraction of the CPU).
         http_client: the ``httpx.Client``/``AsyncClient`` for ``transport="httpx"`` (or pass
             it as ``client=``); without one the pipe builds its own.
+        inline_tags, start_in_reasoning, tags: read ``<think>`` tags in the answer text, for
+            compatible endpoints that leak them there, as :class:`OpenAIChatPipe` takes them
+            (default ``False``: this API separates reasoning itself).
 
     >>> pipe = OpenAIResponsesPipe("o4-mini", base_url="http://localhost:8000/v1", api_key="k")
     >>> pipe.build_request("Hi")["reasoning"]
@@ -96,9 +100,15 @@ class OpenAIResponsesPipe(ProviderPipe):
         max_retries: int = 0,
         transport: Literal["sdk", "httpx"] = "sdk",
         http_client: httpx.Client | httpx.AsyncClient | None = None,
+        inline_tags: InlineTags = False,
+        start_in_reasoning: bool | None = None,
+        tags: Iterable[str] | None = None,
         **options: Unpack[EndpointOptions],
     ) -> None:
         super().__init__(model, **options)
+        self.inline_tags: InlineTags = inline_tags
+        self.tags: tuple[str, ...] | None = check_inline_options(inline_tags, tags)
+        self.start_in_reasoning = start_in_reasoning
         self.transport = transport
         self.take_http_client(transport, http_client, sdk="an openai.OpenAI client")
         self.store = store
@@ -243,10 +253,13 @@ class OpenAIResponsesPipe(ProviderPipe):
                 "(pass api_key=, for local servers any non-empty string, or client=)"
             ) from error
 
-    def translator(self) -> OpenAIResponsesTranslator:
-        """A fresh translator for one response."""
-        return OpenAIResponsesTranslator(
-            model=self.model or "", provider=self.provider or PROVIDER, endpoint=self.endpoint
+    def translator(self) -> Any:
+        """A fresh translator for one response (its text read for inline tags when asked)."""
+        return inline_translator(
+            self,
+            OpenAIResponsesTranslator(
+                model=self.model or "", provider=self.provider or PROVIDER, endpoint=self.endpoint
+            ),
         )
 
     def describe_call(self, client: Any, prompt: Prompt | Any, *, stream: bool) -> Call:

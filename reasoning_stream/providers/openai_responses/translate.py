@@ -10,6 +10,7 @@ for it) comes with ``response.output_item.done``; it is kept as opaque state.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from ..._events import (
 from ..._exceptions import ProviderError
 from .._errors import build_error
 from .._fields import field_of
+from .._hidden import HiddenBlocks
 from .._states import state_of
 
 __all__ = [
@@ -113,7 +115,12 @@ class OpenAIResponsesTranslator:
     """
 
     def __init__(
-        self, *, model: str, provider: str = PROVIDER, endpoint: str | None = None
+        self,
+        *,
+        model: str,
+        provider: str = PROVIDER,
+        endpoint: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -132,6 +139,7 @@ class OpenAIResponsesTranslator:
         self._reasoning_items: dict[Any, dict[str, Any]] = {}
         self._states_released = False
         self._calls: dict[Any, _Call] = {}
+        self._hidden = HiddenBlocks(clock)
         self._handlers: dict[str, Callable[[Any], list[Event]]] = {
             "response.created": self._on_response,
             "response.in_progress": self._on_response,
@@ -166,6 +174,7 @@ class OpenAIResponsesTranslator:
         events = self._close_part()
         events += self._release_states()
         events += self._pending_calls()
+        events += self._hidden.release()
         return events
 
     def read_response(self, response: Any) -> list[Event]:
@@ -293,8 +302,11 @@ class OpenAIResponsesTranslator:
         item = field_of(chunk, "item")
         key = self._key(chunk, item)
         self._note_item(key, item)
-        if field_of(item, "type") == "function_call":
+        kind = field_of(item, "type")
+        if kind == "function_call":
             self._absorb_call(key, item)
+        elif kind == "reasoning":
+            self._hidden.start(key)
         return []
 
     def _on_item_done(self, chunk: Any) -> list[Event]:
@@ -306,6 +318,12 @@ class OpenAIResponsesTranslator:
             events = self._close_part()
             if key not in self._reasoning_streamed:
                 events += self._unstreamed_reasoning(item)
+            # No text streamed or in the item (encrypted_content only, or kept by the server):
+            # hidden reasoning, reported once the response's usage is in.
+            shown = key in self._reasoning_streamed or any(
+                isinstance(event, ReasoningDelta) for event in events
+            )
+            self._hidden.stop(key, hidden=not shown)
             # Only the done event carries the complete encrypted_content.
             self._reasoning_items[key] = _plain(item)
             return events
@@ -404,7 +422,10 @@ class OpenAIResponsesTranslator:
         events = self._close_part()
         events += self._release_states()
         events += self._pending_calls()
-        events += self._usage(response)
+        usage = self._usage(response)
+        events += usage
+        tokens = next((e.usage.reasoning_tokens for e in usage if isinstance(e, UsageReport)), None)
+        events += self._hidden.release(tokens)
         events.append(Finish(reason))
         return events
 

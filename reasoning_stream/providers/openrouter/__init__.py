@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Unpack
 import httpx
 
 from ...conversation._policy import PassbackPolicy, StatePassback
-from ...profiles import ModelProfile
+from ...profiles import Inline, ModelProfile
 from .._clients import demo_over_url
 from .._pipe import EndpointOptions
 from .._spec import ApiRoot, Demo, ProviderSpec
@@ -91,7 +91,8 @@ class OpenRouterPipe(OpenAIChatPipe):
             http_client=http_client,
             transport="httpx",
             inline_tags=inline_tags,
-            start_in_reasoning=start_in_reasoning,
+            # OpenRouter separates reasoning itself: content never starts inside it.
+            start_in_reasoning=False if start_in_reasoning is None else start_in_reasoning,
             tags=tags,
             include_usage=include_usage,
             send_reasoning_back=send_reasoning_back,
@@ -101,10 +102,10 @@ class OpenRouterPipe(OpenAIChatPipe):
             dict(reasoning_options) if reasoning_options is not None else None
         )
 
-    def _detect_start_in_reasoning(self, model: str) -> bool:
+    def _inline_rule(self, model: str) -> Inline:
         # OpenRouter moves a model's reasoning into its own field, R1 included: content that
         # starts inside reasoning would only come from reasoning excluded upstream.
-        return False
+        return Inline()
 
     def needs_api_key(self) -> bool:
         """Always: OpenRouter (or a proxy in front of it) refuses a request without a key."""
