@@ -337,3 +337,88 @@ def test_without_cryptography_the_error_says_what_to_install(
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers.aead", None)
     with pytest.raises(ImportError, match=re.escape("pip install 'reasoning-stream[envelopes]'")):
         SealKeys([NEW])
+
+
+# --------------------------------------------------------------- bound to the turn, per step
+
+
+def two_turns(first: str, second: str) -> list[dict[str, Any]]:
+    """AG-UI messages of two answered questions, each turn's envelope on its message."""
+    return [
+        {"id": "u1", "role": "user", "content": "Hi"},
+        {"id": "a1", "role": "assistant", "content": "One.", "encryptedValue": first},
+        {"id": "u2", "role": "user", "content": "And?"},
+        {"id": "a2", "role": "assistant", "content": "Two.", "encryptedValue": second},
+    ]
+
+
+def test_an_envelope_moved_onto_another_turn_of_the_same_model_does_not_open() -> None:
+    keys = SealKeys([NEW])
+    one, two = signed_record(), signed_record()
+    first, second = seal(keys, one, [("One.", [])]), seal(keys, two, [("Two.", [])])
+    kept = Conversation.from_ag_ui(two_turns(first, second), seal_keys=[NEW])
+    assert [kept.record(1), kept.record(3)] == [one, two]
+    swapped = Conversation.from_ag_ui(two_turns(second, first), seal_keys=[NEW])
+    problems = swapped.preflight(FakePipe("acme", "acme-1"))
+    assert [(p.index, p.code) for p in problems] == [
+        (1, "envelope_invalid"),
+        (3, "envelope_invalid"),
+    ]
+    with pytest.raises(EnvelopeInvalid, match="another assistant turn"):
+        keys.open_for(first, [("One!", [])])  # a text the client edited
+    with pytest.raises(EnvelopeInvalid, match="another assistant turn"):
+        keys.open_for(first, [("One.", ["call_1"])])  # other tool calls
+
+
+def test_a_tool_loops_envelope_gives_each_step_its_record_even_when_a_client_split_a_step() -> None:
+    """Steps: (text, call a), (calls b and c, thinking between them), (answer). AG-UI's client
+    puts b's result right after b's message, before the thinking that came before c."""
+    keys = SealKeys([NEW])
+    records = [signed_record() for _ in range(3)]
+    envelope = keys.seal(records, [("Let me see.", ["a"]), ("", ["b", "c"]), ("Done.", [])])
+
+    def call(name: str) -> dict[str, Any]:
+        function = {"name": "f", "arguments": "{}"}
+        return {
+            "id": name,
+            "role": "assistant",
+            "toolCalls": [{"id": name, "type": "function", "function": function}],
+        }
+
+    def result(name: str) -> dict[str, Any]:
+        return {"id": f"t-{name}", "role": "tool", "toolCallId": name, "content": name.upper()}
+
+    messages = [
+        {"id": "u", "role": "user", "content": "Go"},
+        {"id": "r1", "role": "reasoning", "content": "first"},
+        {"id": "x1", "role": "assistant", "content": "Let me see."},
+        call("a"),
+        result("a"),
+        {"id": "r2", "role": "reasoning", "content": "second"},
+        call("b"),
+        result("b"),
+        {"id": "r3", "role": "reasoning", "content": "between"},
+        call("c"),
+        result("c"),
+        {"id": "x3", "role": "assistant", "content": "Done.", "encryptedValue": envelope},
+    ]
+    conversation = Conversation.from_ag_ui(messages, seal_keys=[NEW])
+    roles = [(m["role"], m.get("tool_call_id")) for m in conversation]
+    assert roles == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "a"),
+        ("assistant", None),
+        ("tool", "b"),
+        ("tool", "c"),
+        ("assistant", None),
+    ]
+    assert conversation[3]["thinking"] == "second\nbetween"
+    assert [conversation.record(i) for i in (1, 3, 6)] == records
+    assert conversation.preflight(FakePipe("acme", "acme-1")) == []
+    # The same envelope on a history whose second step lost a call: nothing opens.
+    broken = [m for m in messages if m["id"] not in ("c", "t-c")]
+    problems = Conversation.from_ag_ui(broken, seal_keys=[NEW]).preflight(
+        FakePipe("acme", "acme-1")
+    )
+    assert {p.code for p in problems} == {"envelope_invalid"}
