@@ -72,10 +72,14 @@ def assert_no_signature_readable(script: list[Any], events: list[dict[str, Any]]
 
 def served(script: list[Any], protocol: str) -> tuple[list[dict[str, Any]], PipeResult]:
     """The run's events as a client reads them, and the run's result."""
+    return served_run(ScriptedPipe(script), protocol)
+
+
+def served_run(runnable: Any, protocol: str) -> tuple[list[dict[str, Any]], Any]:
+    """What ``runnable`` (a pipe or a tool loop) run through a sealing hub serves."""
     hub = MemoryHub(seal_keys=[KEY])
-    pipe = ScriptedPipe(script)
     stream_id = uuid.uuid4().hex
-    result = hub.run(stream_id, pipe, "go")
+    result = hub.run(stream_id, runnable, "go")
     translator = translator_for(protocol, stream_id, envelopes=True)  # type: ignore[arg-type]
     events = [
         json.loads(event.data)
@@ -356,18 +360,9 @@ def test_a_hub_run_tool_loop_rebuilds_each_step_with_its_own_record(
     def model(prompt: Any) -> list[Any]:
         return steps[sum(1 for message in prompt if message["role"] == "assistant")]
 
-    hub = MemoryHub(seal_keys=[KEY])
-    stream_id = uuid.uuid4().hex
     loop = ToolLoop(ScriptedPipe(model), tools=[lookup])
-    result = hub.run(stream_id, loop, "go")
+    events, result = served_run(loop, protocol)
     assert len(result.steps) == len(steps)
-    translator = translator_for(protocol, stream_id, envelopes=True)  # type: ignore[arg-type]
-    events = [
-        json.loads(event.data)
-        for entry in hub.read(stream_id)
-        for event in translator.feed(entry)
-        if event.data != "[DONE]"
-    ]
     assert_no_signature_readable([item for step in steps for item in step], events)
     if protocol == "ag-ui":
         messages: list[dict[str, Any]] = [{"id": "u", "role": "user", "content": "go"}]
