@@ -7,8 +7,10 @@ camelCase on the wire) or the AI SDK's UI messages (``useChat``'s ``messages``: 
 on the last message the run made (``encryptedValue``, from ``REASONING_ENCRYPTED_VALUE``) or on
 a reasoning part of its own (``providerMetadata.reasoningStream.envelope``); this module reads
 those shapes into plain chat-completions messages, each assistant turn with the
-:class:`TurnRecord` its envelope held. An envelope that does not open, or a turn without one
-when keys are given, gives a record with ``envelope_problem`` set (preflight's
+:class:`TurnRecord` its envelope held (a tool loop's envelope holds one per model step, matched
+to the run's turns by their tool calls and checked against each turn's text and calls, so an
+envelope moved onto another turn does not open). An envelope that does not open, or a turn
+without one when keys are given, gives a record with ``envelope_problem`` set (preflight's
 ``envelope_invalid``), never an exception: the rest of the history still loads.
 """
 

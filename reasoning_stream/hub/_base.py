@@ -192,34 +192,13 @@ class Hub:
 
     def _envelope(self, result: object) -> str | None:
         """The run's records, opaque states included, sealed for its final entry (hubs given
-        ``seal_keys``): raw state never leaves this process, its envelope may. One record per
-        model step (a tool loop has several), each bound to the answer text and tool calls
-        that step published, as the client will send them back."""
-        keys = self.seal_keys
-        if keys is None:
+        ``seal_keys``; one per model step, see :mod:`._seal`): raw state never leaves this
+        process, its envelope may."""
+        if self.seal_keys is None:
             return None
-        from ..conversation._records import TurnRecord
+        from ._seal import seal_result
 
-        if isinstance(result, ToolLoopResult):
-            steps = [step.result for step in result.steps]
-        elif isinstance(result, PipelineResult):  # the client keeps one turn: every pipe's words
-            steps = [result.results[-1]] if result.results else []
-            texts = "".join(each.text for each in result.results)
-            calls = [call.id for each in result.results for call in each.tool_calls]
-            turns = [(texts, calls)]
-        elif isinstance(result, PipeResult):
-            steps = [result]
-        else:
-            return None
-        if not steps:
-            return None
-        if not isinstance(result, PipelineResult):
-            turns = [(step.text, [call.id for call in step.tool_calls]) for step in steps]
-        try:
-            return keys.seal([TurnRecord.from_result(step) for step in steps], turns)
-        except Exception as error:  # the run's end is written whatever happens here
-            logger.warning("could not seal the run's reasoning state: %s", type(error).__name__)
-            return None
+        return seal_result(self.seal_keys, result)
 
     def read(self, stream_id: str, after: str | None = None) -> list[Entry]:
         """The entries of ``stream_id`` there now (past ``after``), without waiting."""
