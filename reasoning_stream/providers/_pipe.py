@@ -403,6 +403,11 @@ class ProviderPipe(Driver, metaclass=_Validated):
         key = next((k for k in keys if isinstance(k, str) and k), None)
         return None if key is None else account_fingerprint(key)
 
+    def _adopt(self, target: Any) -> None:
+        # A repaired copy built the request: the prefix it recorded is this run's.
+        if target is not self:
+            self._prefix = target._prefix
+
     def _finish_result(self, result: PipeResult) -> PipeResult:
         # State of a model bound to its account or to the request prefix carries the binding.
         prefix, self._prefix = self._prefix, None

@@ -325,6 +325,7 @@ SPEC = ProviderSpec(
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,
+    thinking_request=request.thinking_request,
     demo=Demo("anthropic_thinking", "claude-sonnet-4-6", demo_over_sdk(AnthropicPipe, "Anthropic")),
     api_root=ApiRoot("https://api.anthropic.com", "ANTHROPIC_BASE_URL", not_ends_with="/v1"),
     max_tokens=lambda n, url: {"max_tokens": n},

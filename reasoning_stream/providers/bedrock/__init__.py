@@ -293,7 +293,9 @@ class BedrockPipe(ProviderPipe):
         """
         turns = self.turns(prompt)
         if self.api == "converse":
-            messages, system = converse_messages(turns)
+            messages, system = converse_messages(
+                turns, error_status=bedrock_request.takes_tool_status(self.model_id)
+            )
             request: dict[str, Any] = {"modelId": self.model_id, "messages": messages}
             if system:
                 request["system"] = system
@@ -455,6 +457,7 @@ SPEC = ProviderSpec(
     effort=PLANNER,
     preflight=bedrock_request.preflight,
     repair=bedrock_request.repair,
+    thinking_request=bedrock_request.thinking_request,
     demo=Demo("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6", _demo_pipe),
     api_root=ApiRoot(
         "https://bedrock-runtime.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"

@@ -18,6 +18,7 @@ from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Prompt
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy
+from ...conversation._request_check import always_thinks
 from ...profiles import ModelProfile
 from .._clients import async_by, demo_over_sdk, require
 from .._errors import build_error
@@ -347,6 +348,7 @@ SPEC = ProviderSpec(
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,
+    thinking_request=always_thinks,
     demo=Demo(
         "openai_responses_summary", "o4-mini", demo_over_sdk(OpenAIResponsesPipe, "OpenAI", "/v1")
     ),
