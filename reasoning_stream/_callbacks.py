@@ -20,6 +20,8 @@ __all__ = [
     "is_async_callable",
     "reject_awaitable",
     "report_callback_error",
+    "with_callback",
+    "without_callback",
 ]
 
 logger = logging.getLogger("reasoning_stream.callbacks")
@@ -46,6 +48,22 @@ def checked_callable(callback: _Callable, what: str) -> _Callable:
             f"got {type(callback).__name__}: {callback!r}"
         )
     return callback
+
+
+def with_callback(
+    callbacks: tuple[_Callable, ...], callback: _Callable, what: str
+) -> tuple[_Callable, ...]:
+    """``callbacks`` and then ``callback`` (``UsageError`` unless callable, see
+    :func:`checked_callable`); ``callbacks`` itself when it holds ``callback`` already."""
+    checked_callable(callback, what)
+    if any(existing is callback for existing in callbacks):
+        return callbacks
+    return (*callbacks, callback)
+
+
+def without_callback(callbacks: tuple[_Callable, ...], callback: object) -> tuple[_Callable, ...]:
+    """``callbacks`` without ``callback`` (by identity); unknown callbacks change nothing."""
+    return tuple(existing for existing in callbacks if existing is not callback)
 
 
 def is_async_callable(obj: object) -> bool:

@@ -212,14 +212,14 @@ def _plan(
     if ask is None:
         # "Leave it alone" sends nothing; planning a plain "on" tells whether the model is
         # known to reason, which is all `supported` means here.
-        known = planner.plan(profile, model, Ask("on", True), max_tokens, where).supported
+        known = planner.draft(profile, model, Ask("on", True), max_tokens, where).supported
         if display is None:
             return ReasoningPlan(provider, model, None, {}, (), known)
         ask = Ask("default", None, display=display)
-        draft = planner.plan(profile, model, ask, max_tokens, where)
+        draft = planner.draft(profile, model, ask, max_tokens, where)
         draft.supported = known
     else:
-        draft = planner.plan(profile, model, ask, max_tokens, where)
+        draft = planner.draft(profile, model, ask, max_tokens, where)
     notes = draft.warnings
     if draft.cannot_reason:
         message = (

@@ -32,6 +32,7 @@ __all__ = [
     "ask_for",
     "cannot_reason",
     "check_display",
+    "displayless",
     "level_for",
     "merge_params",
     "model_tail",
@@ -322,6 +323,18 @@ def without_display(draft: Draft, ask: Ask, profile: ModelProfile, where: str, a
     return draft
 
 
+def displayless(plan: Callable[[ModelProfile, Ask, str], Draft], api: str) -> Planner:
+    """The :data:`Planner` of an API with no display field: ``plan(profile, ask, where)``, with
+    :func:`without_display`'s note naming ``api``."""
+
+    def planner(
+        profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
+    ) -> Draft:
+        return without_display(plan(profile, ask, where), ask, profile, where, api)
+
+    return planner
+
+
 def model_tail(model: str) -> str:
     """The model's own name: lowercase, without an ``org/`` or ``models/`` prefix."""
     return model.lower().rsplit("/", 1)[-1]
@@ -331,7 +344,8 @@ def model_tail(model: str) -> str:
 
 Planner: TypeAlias = Callable[[ModelProfile, str, Ask, int | None, str], Draft]
 """``(profile, model, ask, max_tokens, where) -> Draft``: one provider's mapping. ``ask``
-has kind ``"default"`` when only a display was asked for."""
+has kind ``"default"`` when only a display was asked for; a profile that never thinks does not
+reach it (:meth:`EffortPlanner.draft`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,3 +359,12 @@ class EffortPlanner:
     plan: Planner
     notes: tuple[str, ...] = ()
     zero_means_off: Callable[[ModelProfile], bool] = field(default=lambda profile: False)
+
+    def draft(
+        self, profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
+    ) -> Draft:
+        """The provider's mapping for ``ask``; a model whose profile says it never thinks gets
+        :func:`cannot_reason`'s draft on every provider, before the mapping is asked."""
+        if profile.thinking == "never":
+            return cannot_reason()
+        return self.plan(profile, model, ask, max_tokens, where)

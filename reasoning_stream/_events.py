@@ -140,6 +140,10 @@ class ToolCall:
         }
 
 
+TOOL_ERROR_KEY = "is_error"
+"""The inert key a failed tool call's ``tool`` message carries (``ToolResult.to_message``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """A tool call's result: what the model reads back, and how the call went.
@@ -161,8 +165,16 @@ class ToolResult:
     kind: ClassVar[Literal["tool_result"]] = "tool_result"
 
     def to_message(self) -> dict[str, Any]:
-        """The result in the OpenAI message shape: a ``tool`` message answering the call."""
-        return {"role": "tool", "tool_call_id": self.id, "content": self.content}
+        """The result in the OpenAI message shape: a ``tool`` message answering the call.
+
+        A failed call's message carries the inert ``is_error: True``: pipes never send the
+        key itself, but give it to the APIs that have an error form for a tool result
+        (Anthropic ``is_error``, Bedrock Converse ``status``, Gemini's ``error`` key).
+        """
+        message: dict[str, Any] = {"role": "tool", "tool_call_id": self.id, "content": self.content}
+        if self.is_error:
+            message[TOOL_ERROR_KEY] = True
+        return message
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,8 @@ from ._callbacks import (
     StreamingCallback,
     check_sync_callbacks,
     checked_callable,
+    with_callback,
+    without_callback,
 )
 from ._capture import Capture, PipeResult, Status, Timings, status_for
 from ._channel import Channel, claim, release
@@ -44,7 +46,7 @@ from ._events import (
 from ._exceptions import ProviderError, ReasoningStreamError, UsageError
 from ._loops import warn_if_loop_running
 from ._retry import RetryPolicy, announce, aretried, retried
-from ._sources import atimed, batches_of_one, threaded, timed
+from ._sources import aclose_source, atimed, batches_of_one, close_source, threaded, timed
 from ._unicode import REPLACEMENT, checked_delta, is_clean, mend_delta, whole
 
 __all__ = [
@@ -174,15 +176,13 @@ class Pipe:
 
         Anything that cannot be called raises ``UsageError`` here.
         """
-        checked_callable(callback, "a streaming callback")
-        if not any(existing is callback for existing in self._callbacks):
-            self._callbacks = (*self._callbacks, callback)
-            self._channel.close_lanes()
+        self._callbacks = with_callback(self._callbacks, callback, "a streaming callback")
+        self._channel.close_lanes()
         return self
 
     def remove_streaming_callback(self, callback: StreamingCallback) -> Self:
         """Remove a streaming callback added earlier; unknown callbacks are ignored."""
-        self._callbacks = tuple(c for c in self._callbacks if c is not callback)
+        self._callbacks = without_callback(self._callbacks, callback)
         self._channel.close_lanes()
         return self
 
@@ -191,15 +191,13 @@ class Pipe:
 
         Anything that cannot be called raises ``UsageError`` here.
         """
-        checked_callable(callback, "an event callback")
-        if not any(existing is callback for existing in self._event_callbacks):
-            self._event_callbacks = (*self._event_callbacks, callback)
-            self._channel.close_lanes()
+        self._event_callbacks = with_callback(self._event_callbacks, callback, "an event callback")
+        self._channel.close_lanes()
         return self
 
     def remove_event_callback(self, callback: EventCallback) -> Self:
         """Remove an event callback added earlier; unknown callbacks are ignored."""
-        self._event_callbacks = tuple(c for c in self._event_callbacks if c is not callback)
+        self._event_callbacks = without_callback(self._event_callbacks, callback)
         self._channel.close_lanes()
         return self
 
@@ -510,9 +508,7 @@ class Pipe:
             try:
                 pump(self, channel, source, dispatch(type(self), Pipe))
             finally:
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
+                close_source(source)
         except BaseException as error:
             raised = self._conclude(error)
             deliver_sync(channel, on_error, in_run=True, final=True)
@@ -540,10 +536,7 @@ class Pipe:
             try:
                 await apump(self, channel, source, dispatch(type(self), Pipe), batched=batched)
             finally:
-                aclose = getattr(source, "aclose", None)
-                if aclose is not None:
-                    with anyio.CancelScope(shield=True):
-                        await aclose()
+                await aclose_source(source)
         except BaseException as error:
             raised = self._conclude(error)
             # After a cancellation the closing chunks still go out, but a stuck async

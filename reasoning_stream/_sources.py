@@ -5,7 +5,8 @@ iterator is stepped in a worker thread (:func:`threaded`). A source that yields 
 time is read by the batch driver as batches of one (:func:`batches_of_one`). While a run
 observer asks for chunk timings (telemetry's ``time_per_output_chunk``), :func:`timed` and
 :func:`atimed` note the seconds between consecutive chunks of reasoning or answer text. All close
-what they wrap, shielded from cancellation, whatever the ending.
+what they wrap, shielded from cancellation, whatever the ending: :func:`close_source` and
+:func:`aclose_source`, which the run drivers also call on the source of an attempt.
 """
 
 from __future__ import annotations
@@ -19,12 +20,27 @@ import anyio.to_thread
 
 from ._events import ReasoningDelta, TextDelta
 
-__all__ = ["atimed", "batches_of_one", "threaded", "timed"]
+__all__ = ["aclose_source", "atimed", "batches_of_one", "close_source", "threaded", "timed"]
 
 _OUTPUT = (TextDelta, ReasoningDelta)
 _clock = time.perf_counter
 
 T = TypeVar("T")
+
+
+def close_source(source: object) -> None:
+    """Close ``source`` (a generator, an SDK stream) if it has a ``close()``."""
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
+
+
+async def aclose_source(source: object) -> None:
+    """Close async ``source`` if it has an ``aclose()``, shielded from cancellation."""
+    aclose = getattr(source, "aclose", None)
+    if aclose is not None:
+        with anyio.CancelScope(shield=True):
+            await aclose()
 
 
 async def threaded(iterator: Iterator[T]) -> AsyncIterator[T]:
@@ -52,10 +68,7 @@ async def batches_of_one(events: AsyncIterator[T]) -> AsyncIterator[Sequence[T]]
         async for event in events:
             yield (event,)
     finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            with anyio.CancelScope(shield=True):
-                await aclose()
+        await aclose_source(events)
 
 
 def _is_chunk(event: object) -> bool:
@@ -81,9 +94,7 @@ def _timed(source: Iterator[T], intervals: list[float]) -> Iterator[T]:
                 last = now
             yield event
     finally:
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
+        close_source(source)
 
 
 def atimed(
@@ -108,7 +119,4 @@ async def _atimed(
                 last = now
             yield item
     finally:
-        aclose = getattr(source, "aclose", None)
-        if aclose is not None:
-            with anyio.CancelScope(shield=True):
-                await aclose()
+        await aclose_source(source)

@@ -41,12 +41,16 @@ class PassbackProblem:
     """One thing in a conversation that the pipe's provider is documented to reject.
 
     Attributes:
-        index: the message's index in the conversation.
+        index: the message's index in the conversation; ``-1`` for a problem of the request's
+            own settings (its tool choice, sampling settings, output limit), which belongs to
+            no message.
         code: a stable identifier (``"thinking_missing"``, ``"signature_missing"``, ...).
         message: what is wrong and what to do about it.
 
     >>> str(PassbackProblem(3, "thinking_missing", "keep the turn as the run produced it"))
     'message 3: thinking_missing: keep the turn as the run produced it'
+    >>> str(PassbackProblem(-1, "sampling_with_thinking", "leave temperature unset"))
+    'request: sampling_with_thinking: leave temperature unset'
     """
 
     index: int
@@ -54,7 +58,8 @@ class PassbackProblem:
     message: str
 
     def __str__(self) -> str:
-        return f"message {self.index}: {self.code}: {self.message}"
+        where = "request" if self.index < 0 else f"message {self.index}"
+        return f"{where}: {self.code}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)

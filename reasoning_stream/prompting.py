@@ -43,6 +43,7 @@ from ._effort import ReasoningWarning
 from ._events import Event, TextDelta
 from ._exceptions import ProviderError, UsageError
 from ._pipe import Pipe, PipeResult, Prompt
+from ._sources import close_source
 from ._stream import ReasoningStream
 from .conversation import Conversation
 
@@ -333,9 +334,7 @@ class StrategyPipe(Pipe):
                 yield from scanner.flush()  # what the scanner held is captured, not lost
                 raise
             finally:
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
+                close_source(source)
             yield from scanner.flush()
         finally:
             self.pipe._forward_records(None)

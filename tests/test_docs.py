@@ -112,10 +112,11 @@ def test_the_front_pages_share_the_quick_start() -> None:
 
 
 def test_every_code_block_is_python_or_marked_as_not_code() -> None:
-    """A block is run (``python``) or says what else it is: shell commands, output, a layout."""
+    """A block is run (``python``) or says what else it is: shell commands, output, a layout,
+    a browser component (``tsx``, whose core runs under node in tests/web/test_use_chat.py)."""
     for page in [ROOT / "README.md", *PAGES]:
         fences = re.findall(r"^```([^\n]*)\n.*?^```", page.read_text(encoding="utf-8"), re.S | re.M)
-        assert set(fences) <= {"python", "bash", "console", "text"}, (page, fences)
+        assert set(fences) <= {"python", "bash", "console", "text", "tsx"}, (page, fences)
 
 
 def test_the_demo_picture_is_recorded_by_its_script(tmp_path: Path) -> None:

@@ -512,7 +512,9 @@ def test_families_without_a_known_control_say_so_without_the_one_time_warning() 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         plan = plan_reasoning("bedrock", "qwen.qwen3-32b-v1:0", "high")
-    assert caught == []
+    # No ReasoningWarning: the plan says it. (No catalogue row knows this model, so the first
+    # lookup in a process may also give the documented UnknownModelWarning, once.)
+    assert [w for w in caught if not issubclass(w.category, profiles.UnknownModelWarning)] == []
     assert plan.warnings and "no known reasoning control" in plan.warnings[0]
 
 

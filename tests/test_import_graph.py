@@ -20,8 +20,20 @@ ROOT = "reasoning_stream"
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 0: the vocabulary, the tag grammar, errors: pure, import nothing of ours above them
     (
-        "_events", "_tags", "_stream", "_json", "_messages", "_exceptions", "_capture",
-        "_unicode", "_redact", "_cost", "_endpoints", "_tools", "_schema", "_schema_check",
+        "_events",
+        "_tags",
+        "_stream",
+        "_json",
+        "_messages",
+        "_exceptions",
+        "_capture",
+        "_unicode",
+        "_redact",
+        "_cost",
+        "_endpoints",
+        "_tools",
+        "_schema",
+        "_schema_check",
     ),
     # 1: model knowledge and what core asks of a provider, below both core and the providers
     ("profiles", "providers._spec", "conversation._policy", "_turns", "_effort_planner"),

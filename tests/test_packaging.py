@@ -83,7 +83,10 @@ def test_one_version_source() -> None:
 def test_cli_prints_the_package_version() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "reasoning_stream", "--version"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"reasoning-stream {reasoning_stream.__version__}"

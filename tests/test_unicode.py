@@ -165,8 +165,6 @@ def test_hand_driven_hooks_and_event_callbacks_see_valid_text(
     assert "".join(e.text for e in seen if isinstance(e, ReasoningDelta)) == "".join(segments)
 
 
-
-
 @pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConversationStore]:
     opened: ConversationStore

@@ -7,8 +7,10 @@ camelCase on the wire) or the AI SDK's UI messages (``useChat``'s ``messages``: 
 on the last message the run made (``encryptedValue``, from ``REASONING_ENCRYPTED_VALUE``) or on
 a reasoning part of its own (``providerMetadata.reasoningStream.envelope``); this module reads
 those shapes into plain chat-completions messages, each assistant turn with the
-:class:`TurnRecord` its envelope held. An envelope that does not open, or a turn without one
-when keys are given, gives a record with ``envelope_problem`` set (preflight's
+:class:`TurnRecord` its envelope held (a tool loop's envelope holds one per model step, matched
+to the run's turns by their tool calls and checked against each turn's text and calls, so an
+envelope moved onto another turn does not open). An envelope that does not open, or a turn
+without one when keys are given, gives a record with ``envelope_problem`` set (preflight's
 ``envelope_invalid``), never an exception: the rest of the history still loads.
 """
 
@@ -20,7 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import UsageError
-from ._envelopes import ENVELOPE_KEY, EnvelopeInvalid, SealKeys, seal_keys_or_none
+from ._envelopes import (
+    ENVELOPE_KEY,
+    MOVED,
+    EnvelopeInvalid,
+    SealedStep,
+    seal_keys_or_none,
+    turn_binding,
+)
 from ._records import TurnRecord
 
 __all__ = ["METADATA_KEY", "Rebuilt", "from_ag_ui_messages", "from_ui_messages"]
@@ -36,6 +45,10 @@ _MISSING = (
     "made elsewhere), so its reasoning state cannot be restored"
 )
 _NO_KEYS = "the turn carries a sealed envelope, but no seal_keys were given to open it"
+_NOT_IN_RUN = (
+    "the assistant turn has no record in its run's sealed envelope (a step the run did not "
+    "finish, or a turn made elsewhere)"
+)
 
 
 @dataclass
@@ -58,43 +71,143 @@ class _Turn:
             message["thinking"] = thinking
         return message
 
+    def binding(self) -> bytes:
+        """What this turn's envelope was bound to: its text and tool call ids, as sent back."""
+        return turn_binding("".join(self.text), [call.get("id") for call in self.calls])
 
-def _record(turn: _Turn, keys: SealKeys | None) -> TurnRecord | None:
-    """The turn's record from its envelope, or one that says why there is none."""
-    envelopes = list(dict.fromkeys(str(item) for item in turn.envelopes))
-    if not envelopes:
-        return None if keys is None else TurnRecord(None, None, envelope_problem=_MISSING)
-    if keys is None:
-        return TurnRecord(None, None, envelope_problem=_NO_KEYS)
-    if len(envelopes) > 1:
-        return TurnRecord(
-            None,
-            None,
-            envelope_problem="the assistant turn carries several different envelopes",
-        )
-    try:
-        return keys.open(turn.envelopes[0])
-    except EnvelopeInvalid as problem:
-        return TurnRecord(None, None, envelope_problem=problem.reason)
+
+def _problem(reason: str) -> TurnRecord:
+    return TurnRecord(None, None, envelope_problem=reason)
 
 
 class _Builder:
-    """Gathers messages and turns in order; a turn is flushed at the next non-assistant one."""
+    """Gathers messages and turns in order; a turn is flushed at the next non-assistant one.
+
+    The assistant turns since the last user or system message, or since the last sealed turn,
+    are one run's: its envelope (on the run's last turn) holds a record per model step, bound
+    to the text and tool calls of each, and is matched to consecutive turns of the run (the
+    first ones, unless a turn from elsewhere precedes them; a step the run did not finish,
+    after them, has no record).
+    """
 
     def __init__(self, keys: Any) -> None:
         self.keys = seal_keys_or_none(keys)
         self.out: Rebuilt = []
         self.turn = _Turn()
+        self.run: list[tuple[int, _Turn]] = []
 
     def flush(self) -> None:
         turn, self.turn = self.turn, _Turn()
-        if turn.seen:
-            self.out.append((turn.message(), _record(turn, self.keys)))
-            self.out += [(result, None) for result in turn.results]
+        if not turn.seen:
+            return
+        self.run.append((len(self.out), turn))
+        self.out.append((turn.message(), None))
+        self.out += [(result, None) for result in turn.results]
+        if turn.envelopes:
+            self.seal_run()
 
     def add(self, message: dict[str, Any]) -> None:
         self.flush()
+        if message.get("role") != "tool":
+            self.end_run()
         self.out.append((message, None))
+
+    def end_run(self) -> None:
+        """Turns left without an envelope: missing, when keys are given."""
+        for index, _turn in self.run:
+            if self.keys is not None:
+                self.out[index] = (self.out[index][0], _problem(_MISSING))
+        self.run = []
+
+    def seal_run(self) -> None:
+        run, self.run = self.run, []
+        sealed = run[-1][1]
+        envelopes = list(dict.fromkeys(str(item) for item in sealed.envelopes))
+        if self.keys is None:
+            self.out[run[-1][0]] = (self.out[run[-1][0]][0], _problem(_NO_KEYS))
+            return
+        if len(envelopes) > 1:
+            reason = "the assistant turn carries several different envelopes"
+        else:
+            try:
+                steps = self.keys.open(sealed.envelopes[0])
+            except EnvelopeInvalid as problem:
+                reason = problem.reason
+            else:
+                units = _align([turn for _index, turn in run], steps)
+                if units is not None:
+                    self._regroup(run[0][0], units)
+                    return
+                reason = MOVED
+        for index, _turn in run:
+            self.out[index] = (self.out[index][0], _problem(reason))
+
+    def _regroup(self, start: int, units: list[tuple[_Turn, TurnRecord]]) -> None:
+        """Replace the run's messages (from ``start``) by its turns, each followed by the
+        tool messages that answer its calls."""
+        tools = [message for message, _record in self.out[start:] if message["role"] == "tool"]
+        del self.out[start:]
+        for turn, record in units:
+            ids = {call.get("id") for call in turn.calls}
+            self.out.append((turn.message(), record))
+            answers = [tool for tool in tools if tool.get("tool_call_id") in ids]
+            tools = [tool for tool in tools if tool.get("tool_call_id") not in ids]
+            self.out += [(tool, None) for tool in answers]
+        self.out += [(tool, None) for tool in tools]
+
+    def finish(self) -> Rebuilt:
+        self.flush()
+        self.end_run()
+        return self.out
+
+
+def _merged(pieces: list[_Turn]) -> _Turn:
+    turn = _Turn(seen=True)
+    for piece in pieces:
+        turn.text += piece.text
+        turn.reasoning += piece.reasoning
+        turn.calls += piece.calls
+    return turn
+
+
+def _align(
+    pieces: list[_Turn], steps: tuple[SealedStep, ...]
+) -> list[tuple[_Turn, TurnRecord]] | None:
+    """The run's pieces grouped into its model steps, each with its record, or ``None``.
+
+    A client may split one step's messages (``@ag-ui/client`` puts each tool result right
+    after the message holding its call, so interleaved thinking between two calls lands
+    after a tool message): consecutive pieces are joined while their calls are part of the
+    step's. The pieces matched must be the turns the envelope was sealed for (text and
+    calls, :func:`turn_binding`); pieces outside them (a step the run did not finish, a
+    turn made elsewhere) get a record that says so.
+    """
+    for offset in range(len(pieces)):
+        units: list[tuple[_Turn, TurnRecord]] = [
+            (piece, _problem(_NOT_IN_RUN)) for piece in pieces[:offset]
+        ]
+        position = offset
+        for step in steps:
+            if position >= len(pieces):
+                break
+            wanted = set(step.calls)
+            group = [pieces[position]]
+            position += 1
+            while (
+                position < len(pieces)
+                and {c.get("id") for t in group for c in t.calls} < wanted
+                and {c.get("id") for c in pieces[position].calls} <= wanted
+            ):
+                group.append(pieces[position])
+                position += 1
+            turn = _merged(group)
+            if turn.binding() != step.turn:
+                break
+            units.append((turn, step.record))
+        else:
+            units += [(piece, _problem(_NOT_IN_RUN)) for piece in pieces[position:]]
+            return units
+    return None
 
 
 def _plain(message: Any, where: str) -> dict[str, Any]:
@@ -193,8 +306,7 @@ def from_ag_ui_messages(messages: Iterable[Any], keys: Any) -> Rebuilt:
             )
         elif role != "activity":
             raise UsageError(f"{where} has role {role!r}, which AG-UI does not define")
-    builder.flush()
-    return builder.out
+    return builder.finish()
 
 
 def _envelope_of(part: Mapping[str, Any]) -> Any:
@@ -287,4 +399,4 @@ def from_ui_messages(messages: Iterable[Any], keys: Any) -> Rebuilt:
                 _tool_part(turn, part, kind)
             # Sources, files and data parts are the application's: no provider needs them.
         builder.flush()
-    return builder.out
+    return builder.finish()

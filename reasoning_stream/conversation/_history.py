@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from .._events import ReasoningState
 from .._exceptions import UsageError
-from .._messages import messages_from_prompt
+from .._messages import messages_from_prompt, tool_error_extra
 from .._turns import HistoryTurn
 from ._policy import PassbackPolicy
 
@@ -45,11 +45,13 @@ class RequestTurns:
     where the prompt went; :func:`history_turns` (what a request builder reads) hands its
     turns back as they are, so the policy is never resolved again for that request.
     ``policy`` is ``None`` when the prompt held no history a policy decides on (a string,
-    a list of messages).
+    a list of messages). ``repair`` is set for a conversation run with ``repair=True``: the
+    request's own settings are repaired too (``_request_check``).
     """
 
     turns: tuple[HistoryTurn, ...]
     policy: PassbackPolicy | None = None
+    repair: bool = False
 
 
 def check_prompt(prompt: object) -> None:
@@ -98,7 +100,7 @@ def _conversation_turns(prompt: Any, pipe: object, method: str) -> RequestTurns 
     if not callable(turns):
         return None
     policy = PassbackPolicy.for_pipe(pipe)
-    return RequestTurns(tuple(turns(pipe, policy)), policy)
+    return RequestTurns(tuple(turns(pipe, policy)), policy, bool(getattr(prompt, "repairs", False)))
 
 
 def _scoped(prompt: Any, pipe: object) -> RequestTurns:
@@ -115,7 +117,17 @@ def _scoped(prompt: Any, pipe: object) -> RequestTurns:
         policy = PassbackPolicy.for_pipe(pipe)
         return RequestTurns(tuple(_with_policy(turn, policy) for turn in given), policy)
     check_prompt(prompt)
-    return RequestTurns(tuple(HistoryTurn(message) for message in messages_from_prompt(prompt)))
+    messages = messages_from_prompt(prompt)
+    # A list's tool messages keep their inert is_error as the turn's extra (one per message).
+    originals: list[Mapping[str, Any]] = (
+        [{}] * len(messages) if isinstance(prompt, str) else list(prompt)
+    )
+    return RequestTurns(
+        tuple(
+            HistoryTurn(message, extra=tool_error_extra(original))
+            for message, original in zip(messages, originals, strict=True)
+        )
+    )
 
 
 def _with_policy(turn: HistoryTurn, policy: PassbackPolicy) -> HistoryTurn:

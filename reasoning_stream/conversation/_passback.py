@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._events import ReasoningState
-from .._messages import strip_inert_keys
+from .._messages import strip_inert_keys, tool_error_extra
 from .._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ._policy import PassbackPolicy
 from ._preflight import (
@@ -26,6 +26,7 @@ from ._preflight import (
     with_envelopes,
 )
 from ._records import TurnRecord, plain_copy
+from ._request_check import request_problems
 from ._scope import (
     ScopeTarget,
     drop_prefix_bound,
@@ -51,6 +52,12 @@ class PassbackHistory:
     _messages: list[dict[str, Any]]
     _records: list[TurnRecord | None]
     _repair: bool
+
+    @property
+    def repairs(self) -> bool:
+        """Whether runs of this conversation repair what preflight finds instead of raising
+        (a conversation from :meth:`with_repair`)."""
+        return self._repair
 
     def turns_for(self, pipe: object) -> list[HistoryTurn]:
         """The history for ``pipe``'s next request, under its :class:`PassbackPolicy`.
@@ -123,7 +130,7 @@ class PassbackHistory:
         for index, (message, record) in enumerate(zip(self._messages, self._records, strict=True)):
             visible = plain_copy(strip_inert_keys(message))
             if role_of(message) != "assistant" or record is None or not record.made_by(target):
-                turns.append(HistoryTurn(visible))
+                turns.append(HistoryTurn(visible, extra=tool_error_extra(message)))
                 continue
             in_loop = index >= loop_start
             states: tuple[ReasoningState, ...] = ()
@@ -153,11 +160,14 @@ class PassbackHistory:
         (bound to another account), ``thinking_prefix_changed`` (bound to a request prefix
         that changed since; the index is the first such message). A turn rebuilt from a
         client's history whose sealed envelope did not open is ``envelope_invalid`` for every
-        pipe.
+        pipe. Problems of the request's own settings come last, with index ``-1``
+        (``forced_tool_choice_with_thinking``, ``sampling_with_thinking``,
+        ``budget_exceeds_max_tokens``: see ``_request_check``).
         """
         policy = PassbackPolicy.for_pipe(pipe)
         turns, scope = self._request(pipe, policy)
-        return with_envelopes(self._problems(pipe, turns, scope, policy), self._records)
+        found = with_envelopes(self._problems(pipe, turns, scope, policy), self._records)
+        return found + request_problems(pipe)
 
     def check_passback(self, pipe: object) -> None:
         """Raise ``UsageError`` naming the :meth:`preflight` problems, if there are any.

@@ -29,6 +29,7 @@ __all__ = [
     "StatePassback",
     "profile_of",
     "readable_passback",
+    "state_passback",
 ]
 
 StatePassback: TypeAlias = Literal["never", "tool_loop", "always"]
@@ -223,3 +224,13 @@ def readable_passback(profile: ModelProfile) -> ReasoningPassback:
     if "tool_turns" in profile.passback_details:
         return "tool_turns" if "final_answer" in profile.passback_details else "tool_calls"
     return "always"
+
+
+def state_passback(profile: ModelProfile) -> PassbackPolicy:
+    """The policy of a wire that takes back opaque state (signed thinking, reasoning items,
+    thought signatures) for the turns the profile's ``passback`` names, and no readable text.
+
+    >>> state_passback(ModelProfile(passback="tool_loop"))
+    PassbackPolicy(states='tool_loop', reasoning='never', kinds=None)
+    """
+    return PassbackPolicy(states=profile.passback)

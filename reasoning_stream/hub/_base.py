@@ -191,20 +191,14 @@ class Hub:
             self.seal_keys = seal_keys_or_none(seal_keys)  # type: ignore[arg-type]
 
     def _envelope(self, result: object) -> str | None:
-        """The run's record, opaque states included, sealed for its final entry (hubs given
-        ``seal_keys``): raw state never leaves this process, its envelope may."""
-        keys = self.seal_keys
-        if isinstance(result, PipelineResult):
-            result = result.results[-1] if result.results else None
-        if keys is None or not isinstance(result, PipeResult):
+        """The run's records, opaque states included, sealed for its final entry (hubs given
+        ``seal_keys``; one per model step, see :mod:`._seal`): raw state never leaves this
+        process, its envelope may."""
+        if self.seal_keys is None:
             return None
-        from ..conversation._records import TurnRecord
+        from ._seal import seal_result
 
-        try:
-            return keys.seal(TurnRecord.from_result(result))
-        except Exception as error:  # the run's end is written whatever happens here
-            logger.warning("could not seal the run's reasoning state: %s", type(error).__name__)
-            return None
+        return seal_result(self.seal_keys, result)
 
     def read(self, stream_id: str, after: str | None = None) -> list[Entry]:
         """The entries of ``stream_id`` there now (past ``after``), without waiting."""

@@ -46,8 +46,10 @@ class Entry:
     ``None`` on every other entry."""
     envelope: str | None = None
     """On the final entry of a run published by a hub given ``seal_keys``: the run's record
-    (its opaque reasoning state, scope and order) sealed, so that a client can keep it and
-    send it back, but neither read nor alter it. ``None`` on every other entry."""
+    (its opaque reasoning state, scope and order; one per model step of a tool loop, each
+    bound to its step's text and tool calls) sealed, so that a client can keep it and send it
+    back, but neither read, alter, nor move it to another turn. ``None`` on every other
+    entry."""
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:

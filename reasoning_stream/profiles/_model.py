@@ -18,6 +18,7 @@ __all__ = [
     "LEVELS",
     "PASSBACK",
     "THINKING",
+    "THINKING_REJECTS",
     "Inline",
     "ModelProfile",
     "Thinking",
@@ -76,6 +77,17 @@ thinking is on; a function call of the current turn is refused without its signa
 (``signed_calls``, Gemini 3 and later); the reasoning goes back inside the message's content
 as the thinking chunk it came in (``content_chunks``, Mistral), not in a field of its own."""
 
+THINKING_REJECTS: tuple[str, ...] = (
+    "forced_tool_choice",
+    "temperature",
+    "top_p",
+    "budget_at_max_tokens",
+)
+"""Request settings a provider documents as rejected while the model thinks: a forced tool
+choice (``"required"`` or a tool's name: only ``auto`` and ``none`` go with thinking); a
+``temperature``; a ``top_p`` (outside ``thinking_top_p`` when that is set); a thinking budget
+not below ``max_tokens``. ``conversation.preflight`` reads them (request problems)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Inline:
@@ -107,6 +119,13 @@ class ModelProfile:
     control: str | None = None
     budget_range: tuple[int, int] | None = None
     """The documented thinking-budget range in tokens, ``(least, most)``, where it is bounded."""
+    thinking_rejects: tuple[str, ...] = ()
+    """What the provider rejects in a request while the model thinks (``THINKING_REJECTS``)."""
+    thinking_top_p: tuple[float, float] | None = None
+    """The ``top_p`` range a thinking request may carry when ``top_p`` is in
+    ``thinking_rejects`` (``None``: no ``top_p`` at all)."""
+    rejects_sources: tuple[str, ...] = ()
+    """The doc pages that document ``thinking_rejects`` (a request problem cites them)."""
     sources: tuple[tuple[str, str], ...] = ()
     note: str = ""
     pattern: str | None = None
@@ -170,6 +189,9 @@ FIELDS: tuple[str, ...] = (
     "inline",
     "control",
     "budget_range",
+    "thinking_rejects",
+    "thinking_top_p",
+    "rejects_sources",
     "sources",
     "note",
 )
@@ -261,6 +283,19 @@ def _budget_range(value: Any, where: str) -> tuple[int, int] | None:
     raise UsageError(f"{where}: budget_range takes [least, most] token counts, not {value!r}")
 
 
+def _top_p_range(value: Any, where: str) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        and 0 <= value[0] <= value[1] <= 1
+    ):
+        return (float(value[0]), float(value[1]))
+    raise UsageError(f"{where}: thinking_top_p takes [least, most] between 0 and 1, not {value!r}")
+
+
 def with_fields(base: ModelProfile, fields: Mapping[str, Any], where: str) -> ModelProfile:
     """``base`` with ``fields`` checked and applied; a bad name or value raises a
     :class:`UsageError` that says what ``where`` must fix."""
@@ -296,6 +331,12 @@ def with_fields(base: ModelProfile, fields: Mapping[str, Any], where: str) -> Mo
             changes[name] = None if value is None else _one(value, name, CONTROLS, where)
         elif name == "budget_range":
             changes[name] = _budget_range(value, where)
+        elif name == "thinking_rejects":
+            changes[name] = _choices(value, name, THINKING_REJECTS, where)
+        elif name == "thinking_top_p":
+            changes[name] = _top_p_range(value, where)
+        elif name == "rejects_sources":
+            changes[name] = _strings(value, name, where)
         elif not isinstance(value, str):
             raise UsageError(f"{where}: note takes a string, not {value!r}")
         else:

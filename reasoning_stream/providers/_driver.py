@@ -20,7 +20,8 @@ import anyio
 
 from .._events import Event
 from .._pipe import Pipe, Prompt
-from ..conversation._history import check_prompt, resolve_request
+from ..conversation._history import RequestTurns, check_prompt, resolve_request
+from ..conversation._request_check import request_pipe
 from ._clients import Clients, require
 from ._errors import unparsed_reply
 from ._transports.base import AsyncSource, Call, Source
@@ -99,6 +100,17 @@ class Driver(Clients, Pipe):
             self.set_response_details(details)
         self.stream_ended(translator)
 
+    def _request_target(self, request: RequestTurns) -> Driver:
+        """The pipe whose settings this request carries: ``self``, or a repaired copy
+        (request preflight: ``UsageError`` before anything is sent when the provider would
+        reject the settings, unless the conversation runs with ``repair=True``)."""
+        target: Driver = request_pipe(self, repair=request.repair)
+        return target
+
+    def _adopt(self, target: Driver) -> None:
+        """What building the request recorded on a repaired copy, kept on ``self`` (see
+        ``ProviderPipe``)."""
+
     # ---------------------------------------------------------------------------- loops
 
     def iter_events(self, prompt: Prompt) -> Iterator[Event]:
@@ -106,13 +118,15 @@ class Driver(Clients, Pipe):
         check_prompt(prompt)
         # The passback policy is resolved here, once: the builder reads these turns.
         request: Any = resolve_request(prompt, self)
+        target = self._request_target(request)
         if not self.stream:
-            yield from self._iter_response(request)
+            yield from self._iter_response(request, target)
             return
         client = self.sync_client()
         translator = self.translator()
         self._request_sent()
-        source = self.open_stream(client, request)
+        source = target.open_stream(client, request)
+        self._adopt(target)
         recorded = source.response_id
         self.set_response_id(recorded)
         try:
@@ -155,7 +169,7 @@ class Driver(Clients, Pipe):
         check_prompt(prompt)
         request: Any = resolve_request(prompt, self)
         if not self.stream:
-            async for event in self._aiter_response(request):
+            async for event in self._aiter_response(request, self._request_target(request)):
                 yield (event,)
             return
         if self.reads_in_threads:
@@ -175,8 +189,10 @@ class Driver(Clients, Pipe):
         translator = self.translator()
         source: AsyncSource | None = None
         try:
+            target = self._request_target(request)
             self._request_sent()
-            source = await self.aopen_stream(client, request)
+            source = await target.aopen_stream(client, request)
+            self._adopt(target)
             recorded = source.response_id
             self.set_response_id(recorded)
             async for chunk in source.chunks:
@@ -216,20 +232,22 @@ class Driver(Clients, Pipe):
         text = response.decode("utf-8", "replace") if isinstance(response, bytes) else response
         raise unparsed_reply(self.provider or self.name, text)
 
-    def _iter_response(self, prompt: Prompt) -> Iterator[Event]:
-        """One non-streaming request with the sync client; its events, read at once."""
+    def _iter_response(self, prompt: Prompt, target: Driver) -> Iterator[Event]:
+        """One non-streaming request with the sync client (``target``'s settings: this pipe or
+        its repaired copy); its events, read at once."""
         client = self.sync_client()
         translator = self.translator()
         try:
             self._request_sent()
-            response = self.create_response(client, prompt)
+            response = target.create_response(client, prompt)
+            self._adopt(target)
             events = translator.read_response(self._parsed(response))
         finally:
             self.set_response_id(translator.response_id)
             self._ended(translator)
         yield from events
 
-    async def _aiter_response(self, prompt: Prompt) -> AsyncIterator[Event]:
+    async def _aiter_response(self, prompt: Prompt, target: Driver) -> AsyncIterator[Event]:
         """Async twin of :meth:`_iter_response` (a given sync client runs in a thread)."""
         chosen = None if self.reads_in_threads else self._async_client()
         client, owned = (self.sync_client(), False) if chosen is None else chosen
@@ -237,9 +255,10 @@ class Driver(Clients, Pipe):
         try:
             self._request_sent()
             if owned or self.is_async_client(client):
-                response = await self.acreate_response(client, prompt)
+                response = await target.acreate_response(client, prompt)
             else:
-                response = await anyio.to_thread.run_sync(self.create_response, client, prompt)
+                response = await anyio.to_thread.run_sync(target.create_response, client, prompt)
+            self._adopt(target)
             events = translator.read_response(self._parsed(response))
         finally:
             self.set_response_id(translator.response_id)

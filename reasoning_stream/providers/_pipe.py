@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypedDict, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 
 __all__ = ["EndpointOptions", "PipeOptions", "ProviderPipe"]
+
+_Planned = TypeVar("_Planned")
 
 
 class PipeOptions(TypedDict, total=False):
@@ -236,14 +238,7 @@ class ProviderPipe(Driver, metaclass=_Validated):
         if self.provider is not None and (
             self.reasoning is not None or self.reasoning_display is not None
         ):
-            check_reasoning(
-                self.provider,
-                self.reasoning_model_id(),
-                self.reasoning,
-                max_tokens=self.reasoning_max_tokens(),
-                base_url=self.api_url(),
-                display=self.reasoning_display,
-            )
+            self._planned(check_reasoning)
 
     def _validate_client(self) -> None:
         client = self.client
@@ -320,7 +315,11 @@ class ProviderPipe(Driver, metaclass=_Validated):
 
         Nothing is called: this shows what the next request will carry.
         """
-        return plan_reasoning(
+        return self._planned(plan_reasoning)
+
+    def _planned(self, planner: Callable[..., _Planned]) -> _Planned:
+        # plan_reasoning or check_reasoning, asked about this pipe's model at its API root.
+        return planner(
             self.provider or "",
             self.reasoning_model_id(),
             self.reasoning,
@@ -402,6 +401,11 @@ class ProviderPipe(Driver, metaclass=_Validated):
         keys += [os.environ.get(name) for name in self.secret_env]
         key = next((k for k in keys if isinstance(k, str) and k), None)
         return None if key is None else account_fingerprint(key)
+
+    def _adopt(self, target: Any) -> None:
+        # A repaired copy built the request: the prefix it recorded is this run's.
+        if target is not self:
+            self._prefix = target._prefix
 
     def _finish_result(self, result: PipeResult) -> PipeResult:
         # State of a model bound to its account or to the request prefix carries the binding.

@@ -34,6 +34,7 @@ __all__ = [
     "Preflight",
     "ProviderSpec",
     "Repair",
+    "ThinkingRequest",
     "by_name",
     "logger_for",
     "pipe_class",
@@ -131,6 +132,9 @@ class ApiRoot:
     local: str = ""
 
 
+ThinkingRequest = Callable[[Any], tuple[bool, "int | None"]]
+"""``pipe -> (on, budget)``: whether the pipe's request thinks, and its thinking budget."""
+
 MaxTokens = Callable[[int, str | None], dict[str, Any]]
 """``(n, base_url) -> constructor options`` that cap the output at ``n`` tokens."""
 
@@ -160,6 +164,10 @@ class ProviderSpec:
         max_tokens: ``(n, base_url) -> options``: the pipe constructor's options that cap the
             output at ``n`` tokens (``--max-tokens``); ``base_url`` is the one the pipe gets.
         semconv_name: the OpenTelemetry GenAI conventions' ``gen_ai.provider.name`` for it.
+        thinking_request: ``pipe -> (on, budget)``: whether the request ``pipe`` would send
+            thinks, and its thinking budget in tokens (``None``: none); request preflight
+            (``conversation._request_check``) reads it. Without it, the request's settings are
+            not checked.
     """
 
     id: str
@@ -177,6 +185,7 @@ class ProviderSpec:
     api_root: ApiRoot | None = None
     max_tokens: MaxTokens | None = None
     semconv_name: str | None = None
+    thinking_request: ThinkingRequest | None = None
 
     def pipe_class(self) -> Any:
         """The pipe class (imported on demand)."""

@@ -1,7 +1,8 @@
 """The opaque state a translator makes, labelled with the response's provider, model and endpoint.
 
 Every :class:`~reasoning_stream.ReasoningState` a translator emits carries who made it, so
-that only the same provider, model and endpoint ever get it back (``may_go_to``).
+that only the same provider, model and endpoint ever get it back (``may_go_to``). A translator
+gets those three, with what the response says of itself, from :class:`ResponseFacts`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any, Protocol
 
 from .._events import ReasoningState
 
-__all__ = ["Maker", "state_of"]
+__all__ = ["Maker", "ResponseFacts", "state_of"]
 
 
 class Maker(Protocol):
@@ -25,6 +26,21 @@ class Maker(Protocol):
 
     @property
     def endpoint(self) -> str | None: ...
+
+
+class ResponseFacts:
+    """A translator's :class:`Maker` fields, and what its response said of itself so far: the
+    provider's ``response_id`` and the ``details`` the result has fields for (``response_model``,
+    ``service_tier``, ``system_fingerprint``), read by the driver beside the events."""
+
+    __slots__ = ("details", "endpoint", "model", "provider", "response_id")
+
+    def __init__(self, provider: str, model: str, endpoint: str | None) -> None:
+        self.provider = provider
+        self.model = model
+        self.endpoint = endpoint
+        self.response_id: str | None = None
+        self.details: dict[str, str] = {}
 
 
 def state_of(

@@ -82,11 +82,18 @@ return {'ok', version}
 """
 )
 
-_APPEND = (
+# The first check of every script but _SAVE: the conversation exists, at the expected version.
+_EXISTING = (
     _VERSION
     + """
 if not current then return {'missing'} end
 if ARGV[2] ~= '' and current ~= ARGV[2] then return {'conflict', current} end
+"""
+)
+
+_APPEND = (
+    _EXISTING
+    + """
 local version = next_version()
 redis.call('RPUSH', KEYS[2], ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'length', 1)
@@ -97,10 +104,8 @@ return {'ok', version}
 )
 
 _SET_PENDING = (
-    _VERSION
+    _EXISTING
     + """
-if not current then return {'missing'} end
-if ARGV[2] ~= '' and current ~= ARGV[2] then return {'conflict', current} end
 local version = next_version()
 redis.call('HSET', KEYS[1], 'version', version)
 if ARGV[3] == '1' then
@@ -113,10 +118,8 @@ return {'ok', version}
 )
 
 _DELETE = (
-    _VERSION
+    _EXISTING
     + """
-if not current then return {'missing'} end
-if ARGV[2] ~= '' and current ~= ARGV[2] then return {'conflict', current} end
 next_version()  -- the counter stays: a conversation saved again under this id goes on above
 redis.call('DEL', KEYS[1], KEYS[2])
 return {'ok', 0}

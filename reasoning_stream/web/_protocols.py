@@ -123,13 +123,20 @@ class _PartsTranslator:
         self._text_source: str | None = None
         self._usage: Usage | None = None
         self._finish_reason: str | None = None
+        self._answered = False
+        """A tool result came: the model's next words are the next step's."""
 
     def feed(self, entry: Entry) -> list[SSEEvent]:
         out: list[dict[str, Any]] = []
         if not self._started:
             self._started = True
-            out.append(self._start())
+            out += self._start()
         event = entry.event
+        if self._answered and isinstance(
+            event, ReasoningStart | ReasoningDelta | TextDelta | ToolCall
+        ):
+            self._answered = False
+            out += self._next_step()
         if isinstance(event, ReasoningStart):
             self._close_text(out)
             self._open_reasoning(out, entry.id)
@@ -159,6 +166,7 @@ class _PartsTranslator:
             self._close_reasoning(out)
             self._close_text(out)
             out.append(self._tool_result(event, entry.id))
+            self._answered = True
         elif isinstance(event, UsageReport):
             self._usage = event.usage if self._usage is None else self._usage.merged(event.usage)
         elif isinstance(event, Finish):
@@ -168,7 +176,7 @@ class _PartsTranslator:
             self._close_text(out)
             if self._envelopes and entry.envelope is not None:
                 out += self._sealed(f"reasoning-{entry.id}", entry.envelope)
-            out.append(self._ending(entry.status or "completed", entry.error))
+            out += self._ending(entry.status or "completed", entry.error)
         events = [SSEEvent(entry.id, _json(item)) for item in out]
         if entry.final:
             events += [SSEEvent(entry.id, data) for data in self._after_end]
@@ -198,8 +206,12 @@ class _PartsTranslator:
     _after_end: tuple[str, ...] = ()
     """Raw ``data`` of the events after the ending one (``[DONE]``)."""
 
-    def _start(self) -> dict[str, Any]:
+    def _start(self) -> list[dict[str, Any]]:
         raise NotImplementedError
+
+    def _next_step(self) -> list[dict[str, Any]]:
+        """What separates a tool loop's model steps (after the tool results)."""
+        return []
 
     def _reasoning_start(self, part: str) -> list[dict[str, Any]]:
         raise NotImplementedError
@@ -225,7 +237,7 @@ class _PartsTranslator:
     def _tool_result(self, result: ToolResult, entry_id: str) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _ending(self, status: str, error: str | None) -> dict[str, Any]:
+    def _ending(self, status: str, error: str | None) -> list[dict[str, Any]]:
         raise NotImplementedError
 
     def _sealed(self, part: str, envelope: str) -> list[dict[str, Any]]:
@@ -282,8 +294,8 @@ class AGUITranslator(_PartsTranslator):
             }
         ]
 
-    def _start(self) -> dict[str, Any]:
-        return {"type": "RUN_STARTED", "threadId": self._stream_id, "runId": self._stream_id}
+    def _start(self) -> list[dict[str, Any]]:
+        return [{"type": "RUN_STARTED", "threadId": self._stream_id, "runId": self._stream_id}]
 
     def _reasoning_start(self, part: str) -> list[dict[str, Any]]:
         return [
@@ -337,7 +349,7 @@ class AGUITranslator(_PartsTranslator):
             "role": "tool",
         }
 
-    def _ending(self, status: str, error: str | None) -> dict[str, Any]:
+    def _ending(self, status: str, error: str | None) -> list[dict[str, Any]]:
         usage: list[dict[str, int]] = []
         if self._usage is not None:
             counts = {
@@ -366,7 +378,7 @@ class AGUITranslator(_PartsTranslator):
             }
         if usage:
             ending["usage"] = usage
-        return ending
+        return [ending]
 
 
 _FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool-calls"}
@@ -375,13 +387,15 @@ _FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool-calls
 class VercelUITranslator(_PartsTranslator):
     """``protocol=vercel-ui``: the AI SDK UI message stream, version 1.
 
-    ``start``; per reasoning segment ``reasoning-start`` / ``-delta`` / ``-end``; answer text
-    as ``text-start`` / ``-delta`` / ``-end``; ``tool-input-available`` per tool call, and
-    ``tool-output-available`` (``output``: the text the model read) or ``tool-output-error``
-    (``errorText``: the reason) per tool loop result; then
-    ``finish`` (``finishReason`` ``stop``, ``length``, ``tool-calls`` or ``other`` for a
-    cancelled run, the status in ``messageMetadata``) or ``error`` (``errorText`` is why:
-    ``Entry.error``, the run's error or the hub's word on a lost writer), and ``data: [DONE]``.
+    ``start`` and ``start-step``; per reasoning segment ``reasoning-start`` / ``-delta`` /
+    ``-end``; answer text as ``text-start`` / ``-delta`` / ``-end``; ``tool-input-available``
+    per tool call, and ``tool-output-available`` (``output``: the text the model read) or
+    ``tool-output-error`` (``errorText``: the reason) per tool loop result, and
+    ``finish-step`` / ``start-step`` before the model's next step (so ``useChat`` keeps a
+    ``step-start`` part per model step); then ``finish-step`` and ``finish`` (``finishReason``
+    ``stop``, ``length``, ``tool-calls`` or ``other`` for a cancelled run, the status in
+    ``messageMetadata``) or ``error`` (``errorText`` is why: ``Entry.error``, the run's error
+    or the hub's word on a lost writer), and ``data: [DONE]``.
     Part ids are ``reasoning-<entry id>`` and ``text-<entry id>``.
 
     With envelopes (``create_app(seal_keys=...)``), the ending is preceded by one more
@@ -403,8 +417,11 @@ class VercelUITranslator(_PartsTranslator):
         super().__init__(stream_id, envelopes)
         self._tool_calls = False
 
-    def _start(self) -> dict[str, Any]:
-        return {"type": "start", "messageId": self._stream_id}
+    def _start(self) -> list[dict[str, Any]]:
+        return [{"type": "start", "messageId": self._stream_id}, {"type": "start-step"}]
+
+    def _next_step(self) -> list[dict[str, Any]]:
+        return [{"type": "finish-step"}, {"type": "start-step"}]
 
     def _reasoning_start(self, part: str) -> list[dict[str, Any]]:
         return [{"type": "reasoning-start", "id": part}]
@@ -445,12 +462,14 @@ class VercelUITranslator(_PartsTranslator):
             }
         return {"type": "tool-output-available", "toolCallId": result.id, "output": result.content}
 
-    def _ending(self, status: str, error: str | None) -> dict[str, Any]:
+    def _ending(self, status: str, error: str | None) -> list[dict[str, Any]]:
         if status == "error":
-            return {
-                "type": "error",
-                "errorText": error or f"run {self._stream_id!r} ended with an error",
-            }
+            return [
+                {
+                    "type": "error",
+                    "errorText": error or f"run {self._stream_id!r} ended with an error",
+                }
+            ]
         if status.startswith("cancelled"):
             reason = "other"
         elif status == "length":
@@ -459,7 +478,10 @@ class VercelUITranslator(_PartsTranslator):
             reason = "tool-calls"
         else:
             reason = _FINISH_REASONS.get(self._finish_reason or "stop", "other")
-        return {"type": "finish", "finishReason": reason, "messageMetadata": {"status": status}}
+        return [
+            {"type": "finish-step"},
+            {"type": "finish", "finishReason": reason, "messageMetadata": {"status": status}},
+        ]
 
 
 def _arguments(arguments: str) -> Any:

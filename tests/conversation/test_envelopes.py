@@ -27,7 +27,12 @@ from hypothesis import strategies as st
 
 from reasoning_stream import ReasoningState, UsageError
 from reasoning_stream.conversation import Conversation, TurnRecord
-from reasoning_stream.conversation._envelopes import EnvelopeInvalid, SealKeys
+from reasoning_stream.conversation._envelopes import (
+    EnvelopeInvalid,
+    SealKeys,
+    Turn,
+    turn_binding,
+)
 from reasoning_stream.testing import ScriptedPipe
 from tests.conversation.helpers import FakePipe
 from tests.helpers import examples
@@ -35,6 +40,21 @@ from tests.helpers import examples
 PURE = settings(max_examples=examples(40), deadline=None)
 # Fixed keys (pytest-xdist workers must collect the same test ids): random enough for tests.
 OLD, NEW, FOREIGN = (hashlib.sha256(name).digest() for name in (b"old", b"new", b"foreign"))
+
+TURN: list[Turn] = [("", [])]
+"""An assistant turn with no text and no tool calls."""
+HELLO: list[Turn] = [("Hello.", [])]
+
+
+def seal(keys: SealKeys, record: TurnRecord, turn: list[Turn] = TURN) -> str:
+    """``record`` sealed alone, for one turn."""
+    return keys.seal([record], turn)
+
+
+def unseal(keys: SealKeys, envelope: str, turn: list[Turn] = TURN) -> TurnRecord:
+    """The one record of ``envelope``, opened for the turn it was sealed for."""
+    (record,) = keys.open_for(envelope, turn)
+    return record
 
 
 def readable_copies(secret: str | bytes) -> list[bytes]:
@@ -99,11 +119,11 @@ def test_a_key_as_bytes_or_as_base64_text_is_the_same_key() -> None:
         base64.urlsafe_b64encode(NEW).decode().rstrip("="),
         f"  {base64.urlsafe_b64encode(NEW).decode()}\n",
     ]
-    sealed = SealKeys([NEW]).seal(TurnRecord("p", "m"))
+    sealed = seal(SealKeys([NEW]), TurnRecord("p", "m"))
     for form in forms:
         keys = SealKeys([form])
         assert keys.key_ids == SealKeys([NEW]).key_ids
-        assert keys.open(sealed) == TurnRecord("p", "m")
+        assert unseal(keys, sealed) == TurnRecord("p", "m")
 
 
 @pytest.mark.parametrize(
@@ -129,8 +149,8 @@ def test_a_bad_key_is_a_usage_error_that_never_shows_the_key(keys: Any, says: st
 
 def test_the_key_id_is_in_clear_and_says_nothing_of_the_key() -> None:
     keys = SealKeys([NEW])
-    envelope = keys.seal(TurnRecord("p", "m"))
-    version, key_id, _ = envelope.split(".")
+    envelope = seal(keys, TurnRecord("p", "m"))
+    version, key_id, _steps, _ = envelope.split(".")
     assert (version, key_id) == ("rs1", keys.key_ids[0])
     assert_unreadable(NEW, key_id)
     assert "hidden" not in repr(keys) and NEW.hex() not in repr(keys)
@@ -143,13 +163,13 @@ def test_the_key_id_is_in_clear_and_says_nothing_of_the_key() -> None:
 @given(records)
 def test_open_gives_back_what_was_sealed(record: TurnRecord) -> None:
     keys = SealKeys([NEW, OLD])
-    assert keys.open(keys.seal(record)) == TurnRecord.from_json(record.to_json())
+    assert unseal(keys, seal(keys, record)) == TurnRecord.from_json(record.to_json())
 
 
 @PURE
 @given(st.lists(states, min_size=1, max_size=3))
 def test_no_envelope_holds_a_readable_copy_of_a_payload(found: list[ReasoningState]) -> None:
-    envelope = SealKeys([NEW]).seal(TurnRecord("p", "m", states=tuple(found)))
+    envelope = seal(SealKeys([NEW]), TurnRecord("p", "m", states=tuple(found)))
     for state in found:
         assert_unreadable(state.payload, envelope)
 
@@ -166,61 +186,62 @@ def test_the_readability_check_catches_an_encoded_copy() -> None:
 @given(records, st.data())
 def test_any_change_to_an_envelope_keeps_it_shut(record: TurnRecord, data: st.DataObject) -> None:
     keys = SealKeys([NEW])
-    envelope = keys.seal(record)
+    envelope = seal(keys, record)
     position = data.draw(st.integers(0, len(envelope) - 1))
     alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
     replacement = data.draw(st.sampled_from(alphabet).filter(lambda c: c != envelope[position]))
     altered = envelope[:position] + replacement + envelope[position + 1 :]
     with contextlib.suppress(EnvelopeInvalid):
-        opened = keys.open(altered)
+        opened = unseal(keys, altered)
         # base64 without padding has a few spare bits: a change that only flips them decodes
         # to the same bytes, so what opens is exactly what was sealed.
         assert opened == TurnRecord.from_json(record.to_json())
-        assert base64.urlsafe_b64decode(altered.split(".")[2] + "==") == (
-            base64.urlsafe_b64decode(envelope.split(".")[2] + "==")
+        assert base64.urlsafe_b64decode(altered.split(".")[3] + "==") == (
+            base64.urlsafe_b64decode(envelope.split(".")[3] + "==")
         )
 
 
 def test_truncated_and_foreign_shapes_do_not_open() -> None:
     keys = SealKeys([NEW])
-    envelope = keys.seal(TurnRecord("p", "m"))
+    envelope = seal(keys, TurnRecord("p", "m"))
     for altered in (envelope[:-4], envelope[:30], "", "rs1", "rs2" + envelope[3:], 42, None):
         with pytest.raises(EnvelopeInvalid):
-            keys.open(altered)
+            unseal(keys, altered)
 
 
 def test_an_envelope_made_for_another_purpose_does_not_open() -> None:
     """Forged here with the right key and a valid record, but other associated data."""
     keys = SealKeys([NEW])
     key_id = keys.key_ids[0]
-    plain = json.dumps(TurnRecord("p", "m").to_json()).encode()
-    for associated in (None, b"", f"rs1.{key_id}".encode(), b"another purpose"):
+    step = {"record": TurnRecord("p", "m").to_json(), "turn": turn_binding("").hex(), "calls": []}
+    plain = json.dumps({"steps": [step]}).encode()
+    for associated in (None, b"", f"rs1.{key_id}.1".encode(), b"another purpose"):
         nonce = os.urandom(12)
         body = nonce + AESGCM(NEW).encrypt(nonce, plain, associated)
-        forged = f"rs1.{key_id}." + base64.urlsafe_b64encode(body).decode().rstrip("=")
+        forged = f"rs1.{key_id}.1." + base64.urlsafe_b64encode(body).decode().rstrip("=")
         with pytest.raises(EnvelopeInvalid, match="altered"):
-            keys.open(forged)
+            unseal(keys, forged)
 
 
 def test_keys_rotate_the_first_seals_and_every_one_opens() -> None:
     record = TurnRecord("p", "m", states=(ReasoningState("p", "m", "signature", "sig-1"),))
-    old_envelope = SealKeys([OLD]).seal(record)
+    old_envelope = seal(SealKeys([OLD]), record)
     rotated = SealKeys([NEW, OLD])
-    assert rotated.open(old_envelope) == record
-    new_envelope = rotated.seal(record)
+    assert unseal(rotated, old_envelope) == record
+    new_envelope = seal(rotated, record)
     assert new_envelope.split(".")[1] == SealKeys([NEW]).key_ids[0]
-    assert SealKeys([NEW]).open(new_envelope) == record
+    assert unseal(SealKeys([NEW]), new_envelope) == record
     with pytest.raises(EnvelopeInvalid, match="key"):
-        SealKeys([NEW]).open(old_envelope)  # the old key retired
+        unseal(SealKeys([NEW]), old_envelope)  # the old key retired
     with pytest.raises(EnvelopeInvalid, match="foreign key"):
-        SealKeys([FOREIGN]).open(new_envelope)
+        unseal(SealKeys([FOREIGN]), new_envelope)
 
 
 def test_two_seals_of_one_record_differ() -> None:
     """A random nonce per envelope: equal records give unrelated envelopes."""
     keys = SealKeys([NEW])
     record = TurnRecord("p", "m", states=(ReasoningState("p", "m", "signature", "s"),))
-    assert keys.seal(record) != keys.seal(record)
+    assert seal(keys, record) != seal(keys, record)
 
 
 # -------------------------------------------------------------------------- preflight
@@ -245,13 +266,13 @@ def history(envelope: str | None) -> list[dict[str, Any]]:
 
 
 def tampered(envelope: str) -> str:
-    body = bytearray(base64.urlsafe_b64decode(envelope.split(".")[2] + "=="))
+    body = bytearray(base64.urlsafe_b64decode(envelope.split(".")[3] + "=="))
     body[20] ^= 1
-    return ".".join([*envelope.split(".")[:2], base64.urlsafe_b64encode(body).decode()])
+    return ".".join([*envelope.split(".")[:3], base64.urlsafe_b64encode(body).decode()])
 
 
 def cases() -> dict[str, tuple[str | None, list[bytes] | None]]:
-    envelope = SealKeys([OLD]).seal(signed_record())
+    envelope = seal(SealKeys([OLD]), signed_record(), HELLO)
     return {
         "tampered": (tampered(envelope), [NEW, OLD]),
         "foreign key": (envelope, [NEW, FOREIGN]),
@@ -281,7 +302,7 @@ def test_an_envelope_that_does_not_open_is_envelope_invalid_for_every_pipe(case:
 def test_a_valid_envelope_restores_the_record_and_passes_preflight() -> None:
     record = signed_record()
     conversation = Conversation.from_ag_ui(
-        history(SealKeys([OLD]).seal(record)), seal_keys=[NEW, OLD]
+        history(seal(SealKeys([OLD]), record, HELLO)), seal_keys=[NEW, OLD]
     )
     assert conversation.record(1) == record
     assert conversation.preflight(FakePipe("acme", "acme-1")) == []
@@ -316,3 +337,88 @@ def test_without_cryptography_the_error_says_what_to_install(
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers.aead", None)
     with pytest.raises(ImportError, match=re.escape("pip install 'reasoning-stream[envelopes]'")):
         SealKeys([NEW])
+
+
+# --------------------------------------------------------------- bound to the turn, per step
+
+
+def two_turns(first: str, second: str) -> list[dict[str, Any]]:
+    """AG-UI messages of two answered questions, each turn's envelope on its message."""
+    return [
+        {"id": "u1", "role": "user", "content": "Hi"},
+        {"id": "a1", "role": "assistant", "content": "One.", "encryptedValue": first},
+        {"id": "u2", "role": "user", "content": "And?"},
+        {"id": "a2", "role": "assistant", "content": "Two.", "encryptedValue": second},
+    ]
+
+
+def test_an_envelope_moved_onto_another_turn_of_the_same_model_does_not_open() -> None:
+    keys = SealKeys([NEW])
+    one, two = signed_record(), signed_record()
+    first, second = seal(keys, one, [("One.", [])]), seal(keys, two, [("Two.", [])])
+    kept = Conversation.from_ag_ui(two_turns(first, second), seal_keys=[NEW])
+    assert [kept.record(1), kept.record(3)] == [one, two]
+    swapped = Conversation.from_ag_ui(two_turns(second, first), seal_keys=[NEW])
+    problems = swapped.preflight(FakePipe("acme", "acme-1"))
+    assert [(p.index, p.code) for p in problems] == [
+        (1, "envelope_invalid"),
+        (3, "envelope_invalid"),
+    ]
+    with pytest.raises(EnvelopeInvalid, match="another assistant turn"):
+        keys.open_for(first, [("One!", [])])  # a text the client edited
+    with pytest.raises(EnvelopeInvalid, match="another assistant turn"):
+        keys.open_for(first, [("One.", ["call_1"])])  # other tool calls
+
+
+def test_a_tool_loops_envelope_gives_each_step_its_record_even_when_a_client_split_a_step() -> None:
+    """Steps: (text, call a), (calls b and c, thinking between them), (answer). AG-UI's client
+    puts b's result right after b's message, before the thinking that came before c."""
+    keys = SealKeys([NEW])
+    records = [signed_record() for _ in range(3)]
+    envelope = keys.seal(records, [("Let me see.", ["a"]), ("", ["b", "c"]), ("Done.", [])])
+
+    def call(name: str) -> dict[str, Any]:
+        function = {"name": "f", "arguments": "{}"}
+        return {
+            "id": name,
+            "role": "assistant",
+            "toolCalls": [{"id": name, "type": "function", "function": function}],
+        }
+
+    def result(name: str) -> dict[str, Any]:
+        return {"id": f"t-{name}", "role": "tool", "toolCallId": name, "content": name.upper()}
+
+    messages = [
+        {"id": "u", "role": "user", "content": "Go"},
+        {"id": "r1", "role": "reasoning", "content": "first"},
+        {"id": "x1", "role": "assistant", "content": "Let me see."},
+        call("a"),
+        result("a"),
+        {"id": "r2", "role": "reasoning", "content": "second"},
+        call("b"),
+        result("b"),
+        {"id": "r3", "role": "reasoning", "content": "between"},
+        call("c"),
+        result("c"),
+        {"id": "x3", "role": "assistant", "content": "Done.", "encryptedValue": envelope},
+    ]
+    conversation = Conversation.from_ag_ui(messages, seal_keys=[NEW])
+    roles = [(m["role"], m.get("tool_call_id")) for m in conversation]
+    assert roles == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "a"),
+        ("assistant", None),
+        ("tool", "b"),
+        ("tool", "c"),
+        ("assistant", None),
+    ]
+    assert conversation[3]["thinking"] == "second\nbetween"
+    assert [conversation.record(i) for i in (1, 3, 6)] == records
+    assert conversation.preflight(FakePipe("acme", "acme-1")) == []
+    # The same envelope on a history whose second step lost a call: nothing opens.
+    broken = [m for m in messages if m["id"] not in ("c", "t-c")]
+    problems = Conversation.from_ag_ui(broken, seal_keys=[NEW]).preflight(
+        FakePipe("acme", "acme-1")
+    )
+    assert {p.code for p in problems} == {"envelope_invalid"}

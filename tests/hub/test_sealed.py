@@ -60,6 +60,12 @@ def signed(signature: str, *tail: Any) -> list[Any]:
     return [ReasoningDelta("visible"), OpaqueState(state), TextDelta("answer"), *tail]
 
 
+def opened(envelope: str, text: str) -> TurnRecord:
+    """The one record of a one-step run's envelope, opened for the turn that said ``text``."""
+    (record,) = SealKeys([KEY]).open_for(envelope, [(text, [])])
+    return record
+
+
 def raw_redis(hub: RedisHub, stream_id: str) -> list[str]:
     """Everything Redis holds for the stream, read raw: fields, values and dumps."""
     from reasoning_stream._redis_client import connect
@@ -86,7 +92,7 @@ def test_the_final_entry_carries_the_sealed_record_and_nothing_holds_raw_state(h
     *body, final = entries
     assert final.final and final.envelope is not None
     assert all(entry.envelope is None for entry in body)
-    assert SealKeys([KEY]).open(final.envelope) == TurnRecord.from_result(result)
+    assert opened(final.envelope, "answer") == TurnRecord.from_result(result)
     assert_unreadable(signature, repr(entries))
     if isinstance(hub, RedisHub):
         assert_unreadable(signature, *raw_redis(hub, stream_id))
@@ -98,7 +104,7 @@ async def test_an_async_run_and_a_stopped_one_are_sealed_too(anyio_backend: str)
     hub = MemoryHub(seal_keys=[KEY])
     result = await hub.arun("async", ScriptedPipe(signed("sig-a")), "go")
     final = hub.read("async")[-1]
-    assert final.envelope and SealKeys([KEY]).open(final.envelope) == TurnRecord.from_result(result)
+    assert final.envelope and opened(final.envelope, "answer") == TurnRecord.from_result(result)
 
     pipe = ScriptedPipe(signed("sig-b", 30.0, TextDelta("never")))
     with anyio.fail_after(10):
@@ -109,8 +115,8 @@ async def test_an_async_run_and_a_stopped_one_are_sealed_too(anyio_backend: str)
             assert await hub.astop("stopped")
     final = hub.read("stopped")[-1]
     assert final.status == "cancelled_after_partial_answer" and final.envelope
-    opened = SealKeys([KEY]).open(final.envelope)
-    assert [state.payload for state in opened.states] == ["sig-b"]
+    record = opened(final.envelope, "answer")
+    assert [state.payload for state in record.states] == ["sig-b"]
 
 
 def test_a_hub_without_keys_seals_nothing() -> None:
@@ -171,4 +177,4 @@ def test_a_pipeline_seals_the_record_of_its_last_pipe() -> None:
     result = hub.run("pipeline", first | second, "go")
     final = hub.read("pipeline")[-1]
     assert final.envelope is not None
-    assert SealKeys([KEY]).open(final.envelope) == TurnRecord.from_result(result.results[-1])
+    assert opened(final.envelope, "answeranswer") == TurnRecord.from_result(result.results[-1])

@@ -286,3 +286,113 @@ def test_two_runs_kept_by_the_ag_ui_client_stay_two_turns_with_their_own_envelop
     assert [conversation.record(1), conversation.record(3)] == [
         TurnRecord.from_result(result) for result in results
     ]
+
+
+def test_an_envelope_moved_onto_another_turn_of_the_same_model_is_envelope_invalid(
+    hub: Hub, base: str, js: Path
+) -> None:
+    """An envelope is bound to the turn it was sealed for (its text and tool calls, as the
+    client sends them back): swapped between two turns of one model, neither opens."""
+    kept: list[dict[str, Any]] = []
+    for n, answer in enumerate(["One.", "Two."]):
+        signature = ReasoningState("scripted", "scripted", "signature", f"sig-{n}", block=0)
+        pipe = ScriptedPipe([ReasoningDelta("thoughts"), OpaqueState(signature), TextDelta(answer)])
+        stream_id = f"moved-{n}-{uuid.uuid4().hex}"
+        hub.run(stream_id, pipe, "go")
+        served = get(f"{base}/streams/{stream_id}?protocol=ag-ui").text
+        user = {"id": f"user-{n}", "role": "user", "content": f"question {n}"}
+        kept = node(js / "run_ag_ui_client.mjs", [*kept, user], served)["messages"]
+    sealed = [message for message in kept if message.get("encryptedValue")]
+    assert len(sealed) == 2
+    first, second = (message["encryptedValue"] for message in sealed)
+    sealed[0]["encryptedValue"], sealed[1]["encryptedValue"] = second, first
+    conversation = Conversation.from_ag_ui(kept, seal_keys=[KEY])
+    problems = conversation.preflight(ScriptedPipe(["x"]))
+    assert [(problem.index, problem.code) for problem in problems] == [
+        (1, "envelope_invalid"),
+        (3, "envelope_invalid"),
+    ]
+    record = conversation.record(1)
+    assert record is not None and "belongs to another assistant turn" in str(
+        record.envelope_problem
+    )
+    # Put back, both open; a text edited by the client is a move too.
+    sealed[0]["encryptedValue"], sealed[1]["encryptedValue"] = first, second
+    assert Conversation.from_ag_ui(kept, seal_keys=[KEY]).preflight(ScriptedPipe(["x"])) == []
+    next(m for m in kept if m.get("content") == "Two.")["content"] = "Three."
+    problems = Conversation.from_ag_ui(kept, seal_keys=[KEY]).preflight(ScriptedPipe(["x"]))
+    assert [(problem.index, problem.code) for problem in problems] == [(3, "envelope_invalid")]
+
+
+# ------------------------------------------------------------- a tool loop run by the hub
+
+LOOP_STEPS = ("anthropic_interleaved_tool", "anthropic_interleaved_two_tools")
+
+
+def loop_turn(hub: Hub, server: WireServer) -> tuple[str, AnthropicPipe, anthropic.Anthropic]:
+    """Two model steps of an interleaved-thinking tool loop, as one hub stream (the loop
+    stops at ``max_steps=2`` with the second step's tool results in)."""
+    from reasoning_stream.conversation import ToolLoop
+    from tests.providers.test_tool_loop_wire import TOOLS
+
+    client = anthropic.Anthropic(base_url=server.url, api_key="test-key", max_retries=0)
+    pipe = AnthropicPipe(CLAUDE, client=client, thinking=THINKING, tools=TOOLS)
+    stream_id = f"loop-{uuid.uuid4().hex}"
+    result = hub.run(stream_id, ToolLoop(pipe, max_steps=2), Conversation().add_user("Weather?"))
+    assert result.status == "max_steps" and len(result.steps) == 2
+    return stream_id, pipe, client
+
+
+def assert_every_step_goes_back(
+    conversation: Conversation, pipe: AnthropicPipe, server: WireServer
+) -> None:
+    """The request that goes on with the loop carries each step's blocks, byte for byte."""
+    roles = [m["role"] for m in conversation]
+    assert roles[:4] == ["user", "assistant", "tool", "assistant"] and set(roles[4:]) == {"tool"}
+    assert conversation.preflight(pipe) == []
+    conversation.run(pipe)
+    sent = server.requests[2].json()["messages"]
+    assistants = [message["content"] for message in sent if message["role"] == "assistant"]
+    assert len(assistants) == 2
+    for content, name in zip(assistants, LOOP_STEPS, strict=True):
+        blocks = anthropic_blocks(name)
+        wanted = [b for b in blocks if b["type"] in ("thinking", "redacted_thinking")]
+        assert (
+            wanted
+            and [b for b in content if b["type"] in ("thinking", "redacted_thinking")] == wanted
+        )
+        assert [b["type"] for b in content] == [b["type"] for b in blocks]
+
+
+@pytest.fixture
+def loop_wire() -> Iterator[WireServer]:
+    with WireServer(*LOOP_STEPS, FOLLOW_UP) as server:
+        yield server
+
+
+def test_a_hub_run_tool_loop_gives_each_step_its_state_back_through_the_ag_ui_client(
+    hub: Hub, base: str, loop_wire: WireServer, js: Path
+) -> None:
+    stream_id, pipe, client = loop_turn(hub, loop_wire)
+    served = get(f"{base}/streams/{stream_id}?protocol=ag-ui").text
+    user = {"id": "user-1", "role": "user", "content": "Weather?"}
+    kept = node(js / "run_ag_ui_client.mjs", [user], served)["messages"]
+    assert [m["role"] for m in kept].count("tool") == 3  # TOOL_CALL_RESULT made them
+    with client:
+        conversation = Conversation.from_ag_ui(MESSAGES.validate_python(kept), seal_keys=[KEY])
+        assert_every_step_goes_back(conversation, pipe, loop_wire)
+
+
+def test_a_hub_run_tool_loop_gives_each_step_its_state_back_through_the_ai_sdk_chat(
+    hub: Hub, base: str, loop_wire: WireServer, js: Path
+) -> None:
+    stream_id, pipe, client = loop_turn(hub, loop_wire)
+    url = f"{base}/streams/{stream_id}?protocol=vercel-ui"
+    steps = [{"text": "Weather?"}, {"toolOutput": "unused"}]
+    output = node(js / "use_chat.mjs", {"streams": [url], "steps": steps})
+    messages = output["bodies"][1]["messages"]
+    parts = [part["type"] for part in messages[1]["parts"]]
+    assert parts.count("step-start") == 2  # one UI message, a step-start part per model step
+    with client:
+        conversation = Conversation.from_ui_messages(messages, seal_keys=[KEY])
+        assert_every_step_goes_back(conversation, pipe, loop_wire)

@@ -22,7 +22,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from reasoning_stream import OpaqueState, PipeResult, ReasoningState, ToolCall, UsageError
+from reasoning_stream import (
+    OpaqueState,
+    PipeResult,
+    ReasoningDelta,
+    ReasoningState,
+    TextDelta,
+    ToolCall,
+    UsageError,
+)
 from reasoning_stream.conversation import Conversation, TurnRecord
 from reasoning_stream.hub import MemoryHub
 from reasoning_stream.testing import ScriptedPipe
@@ -64,10 +72,14 @@ def assert_no_signature_readable(script: list[Any], events: list[dict[str, Any]]
 
 def served(script: list[Any], protocol: str) -> tuple[list[dict[str, Any]], PipeResult]:
     """The run's events as a client reads them, and the run's result."""
+    return served_run(ScriptedPipe(script), protocol)
+
+
+def served_run(runnable: Any, protocol: str) -> tuple[list[dict[str, Any]], Any]:
+    """What ``runnable`` (a pipe or a tool loop) run through a sealing hub serves."""
     hub = MemoryHub(seal_keys=[KEY])
-    pipe = ScriptedPipe(script)
     stream_id = uuid.uuid4().hex
-    result = hub.run(stream_id, pipe, "go")
+    result = hub.run(stream_id, runnable, "go")
     translator = translator_for(protocol, stream_id, envelopes=True)  # type: ignore[arg-type]
     events = [
         json.loads(event.data)
@@ -113,7 +125,8 @@ def ag_ui_client(events: list[dict[str, Any]], messages: list[dict[str, Any]]) -
 
 
 def ui_client(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ``ai`` package's rules: parts in the order they start, text appended by id."""
+    """The ``ai`` package's rules: parts in the order they start, text appended by id, a
+    ``step-start`` part per ``start-step``."""
     parts: list[dict[str, Any]] = []
     active: dict[str, dict[str, Any]] = {}
     for chunk in chunks:
@@ -128,6 +141,10 @@ def ui_client(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             active[chunk["id"]]["text"] += chunk["delta"]
         elif kind in ("reasoning-end", "text-end"):
             active.pop(chunk["id"])["state"] = "done"
+        elif kind == "start-step":
+            parts.append({"type": "step-start"})
+        elif kind == "finish-step":
+            active.clear()
         elif kind == "tool-input-available":
             parts.append(
                 {
@@ -186,7 +203,8 @@ def test_one_ui_message_holding_two_runs_is_two_turns_with_the_tool_result_betwe
     first, first_result = served([opaque(1), ToolCall("call_1", "lookup", '{"q":1}')], "vercel-ui")
     second, second_result = served([opaque(2), "It is 42."], "vercel-ui")
     parts = ui_client(first)
-    parts[0].update(state="output-available", output={"answer": 42})
+    tool = next(part for part in parts if part["type"] == "tool-lookup")
+    tool.update(state="output-available", output={"answer": 42})
     parts += ui_client(second)
     history = [
         {"id": "u", "role": "user", "parts": [{"type": "text", "text": "go"}]},
@@ -270,3 +288,98 @@ def test_an_app_whose_hub_cannot_seal_is_refused(redis_url: str) -> None:
             create_app(hub, seal_keys=[KEY], start=lambda prompt: Pipe(["x"]))
     with pytest.raises(UsageError, match="32"):
         create_app(MemoryHub(seal_keys=[KEY]), seal_keys=[b"short"])
+
+
+# ------------------------------------------------- a tool loop's steps, each on its own turn
+
+
+def ag_ui_results(events: list[dict[str, Any]], messages: list[dict[str, Any]]) -> None:
+    """``@ag-ui/client``'s rule for ``TOOL_CALL_RESULT``: a tool message right after the
+    assistant message holding the call (after the tool messages already there)."""
+    for event in events:
+        if event["type"] != "TOOL_CALL_RESULT":
+            continue
+        message = {
+            "id": event["messageId"],
+            "role": "tool",
+            "toolCallId": event["toolCallId"],
+            "content": event["content"],
+        }
+        holder = next(
+            index
+            for index, held in enumerate(messages)
+            if held["role"] == "assistant"
+            and any(call["id"] == event["toolCallId"] for call in held.get("toolCalls", ()))
+        )
+        at = holder + 1
+        while at < len(messages) and messages[at]["role"] == "tool":
+            at += 1
+        messages.insert(at, message)
+
+
+def ui_outputs(chunks: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
+    """The ``ai`` package's rule for ``tool-output-available``: the call's part gets it."""
+    for chunk in chunks:
+        if chunk["type"] == "tool-output-available":
+            for part in parts:
+                if part.get("toolCallId") == chunk["toolCallId"]:
+                    part.update(state="output-available", output=chunk["output"])
+
+
+def step_scripts(draw: Any) -> list[list[Any]]:
+    steps: list[list[Any]] = []
+    count = draw(st.integers(1, 3))
+    for n in range(count):
+        step: list[Any] = [ReasoningDelta(f"thinking {n}."), opaque(n, draw(signatures))]
+        if draw(st.booleans()):
+            step.append(TextDelta(f"Step {n}. "))
+        if n < count - 1:
+            for c in range(draw(st.integers(1, 2))):
+                if c and draw(st.booleans()):  # interleaved thinking between two calls
+                    step += [ReasoningDelta(f"between {n}."), opaque(10 + n, draw(signatures))]
+                step.append(ToolCall(f"call_{n}_{c}", "lookup", "{}"))
+        else:
+            step.append(TextDelta("Done."))
+        steps.append(step)
+    return steps
+
+
+@PURE
+@given(st.composite(step_scripts)(), st.sampled_from(["ag-ui", "vercel-ui"]))
+def test_a_hub_run_tool_loop_rebuilds_each_step_with_its_own_record(
+    steps: list[list[Any]], protocol: str
+) -> None:
+    from reasoning_stream import tool
+    from reasoning_stream.conversation import ToolLoop
+
+    @tool
+    def lookup() -> str:
+        """Look it up."""
+        return "found"
+
+    def model(prompt: Any) -> list[Any]:
+        return steps[sum(1 for message in prompt if message["role"] == "assistant")]
+
+    loop = ToolLoop(ScriptedPipe(model), tools=[lookup])
+    events, result = served_run(loop, protocol)
+    assert len(result.steps) == len(steps)
+    assert_no_signature_readable([item for step in steps for item in step], events)
+    if protocol == "ag-ui":
+        messages: list[dict[str, Any]] = [{"id": "u", "role": "user", "content": "go"}]
+        ag_ui_client(events, messages)
+        ag_ui_results(events, messages)
+        conversation = Conversation.from_ag_ui(MESSAGES.validate_python(messages), seal_keys=[KEY])
+    else:
+        parts = ui_client(events)
+        ui_outputs(events, parts)
+        history = [
+            {"id": "u", "role": "user", "parts": [{"type": "text", "text": "go"}]},
+            {"id": "a", "role": "assistant", "parts": parts},
+        ]
+        conversation = Conversation.from_ui_messages(history, seal_keys=[KEY])
+    assert loop.conversation is not None
+    assert conversation.messages == loop.conversation.messages
+    turns = [i for i, message in enumerate(conversation) if message["role"] == "assistant"]
+    assert [conversation.record(i) for i in turns] == [
+        TurnRecord.from_result(step.result) for step in result.steps
+    ]

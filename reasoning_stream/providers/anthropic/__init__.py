@@ -16,8 +16,7 @@ import httpx
 
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Prompt
-from ...conversation._policy import PassbackPolicy
-from ...profiles import ModelProfile
+from ...conversation._policy import state_passback
 from .._clients import async_by, demo_over_sdk
 from .._errors import (
     build_error,
@@ -308,12 +307,6 @@ _ONESHOT_TIMEOUT = 600.0
 """Seconds a one-shot request may take when the pipe sets no ``timeout``."""
 
 
-def _passback(profile: ModelProfile) -> PassbackPolicy:
-    # Thinking blocks (signed, redacted) go back verbatim: every earlier turn's to models with
-    # preserved thinking, the current tool loop's to the others (the profile says which).
-    return PassbackPolicy(states=profile.passback)
-
-
 SPEC = ProviderSpec(
     id="anthropic",
     name="anthropic",
@@ -321,10 +314,13 @@ SPEC = ProviderSpec(
     extra="anthropic",
     key_env=("ANTHROPIC_API_KEY",),
     base_url_env="ANTHROPIC_BASE_URL",
-    passback=_passback,
+    # Thinking blocks (signed, redacted) go back verbatim: every earlier turn's to models with
+    # preserved thinking, the current tool loop's to the others (the profile says which).
+    passback=state_passback,
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,
+    thinking_request=request.thinking_request,
     demo=Demo("anthropic_thinking", "claude-sonnet-4-6", demo_over_sdk(AnthropicPipe, "Anthropic")),
     api_root=ApiRoot("https://api.anthropic.com", "ANTHROPIC_BASE_URL", not_ends_with="/v1"),
     max_tokens=lambda n, url: {"max_tokens": n},

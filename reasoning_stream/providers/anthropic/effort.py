@@ -11,7 +11,6 @@ from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,
-    cannot_reason,
     level_for,
     nearest_display,
     nearest_level,
@@ -229,8 +228,6 @@ def _claude_on(
 def _plan_anthropic(
     profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
 ) -> Draft:
-    if profile.thinking == "never":
-        return cannot_reason()
     thinking = claude_thinking(ask, profile, max_tokens, where)
     params = dict(thinking.fields)
     if thinking.max_tokens is not None:

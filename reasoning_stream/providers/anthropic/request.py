@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._events import ReasoningState
 from ..._exceptions import UsageError
+from ..._messages import TOOL_ERROR
 from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import in_received_order, tool_call_arguments
@@ -31,11 +32,13 @@ __all__ = [
     "anthropic_options",
     "anthropic_tool",
     "anthropic_tool_choice",
+    "budget_of",
     "convert_turns",
     "needs_interleaved_beta",
     "preflight",
     "repair",
     "thinking_on",
+    "thinking_request",
     "thinking_turned_off",
     "turn_thinking_off",
 ]
@@ -185,13 +188,20 @@ def _assistant_message(
     return {"role": "assistant", "content": blocks}
 
 
-def _tool_result_block(message: Mapping[str, Any]) -> dict[str, Any]:
+def _tool_result_block(turn: HistoryTurn) -> dict[str, Any]:
+    """A tool message as a ``tool_result`` block; a failed call's with ``is_error: true``
+    (docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use#handling-tool-use-and-tool-result-content-blocks;
+    the SDK's ``ToolResultBlockParam.is_error``)."""
+    message = turn.message
     content = field_of(message, "content")
-    return {
+    block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": text_of(field_of(message, "tool_call_id")),
         "content": content if isinstance(content, str) else _content_blocks(content),
     }
+    if turn.extra.get(TOOL_ERROR):
+        block["is_error"] = True
+    return block
 
 
 def convert_turns(
@@ -219,7 +229,7 @@ def convert_turns(
             if results is None:
                 results = []
                 messages.append({"role": "user", "content": results})
-            results.append(_tool_result_block(message))
+            results.append(_tool_result_block(turn))
             continue
         results = None
         if role in ("system", "developer"):
@@ -417,6 +427,21 @@ def request_thinking(pipe: Any) -> Any:
     body = pipe.with_reasoning(body)
     body.update(pipe.extra_body)
     return body.get("thinking")
+
+
+def budget_of(config: Any) -> int | None:
+    """The ``budget_tokens`` of a manual ``thinking`` config (``None`` for any other)."""
+    if not isinstance(config, Mapping) or config.get("type") != "enabled":
+        return None
+    budget = config.get("budget_tokens")
+    return budget if isinstance(budget, int) and not isinstance(budget, bool) else None
+
+
+def thinking_request(pipe: Any) -> tuple[bool, int | None]:
+    """Whether the pipe's request thinks (by its ``thinking`` field or the model's profile),
+    and its ``budget_tokens`` (request preflight reads it)."""
+    config = request_thinking(pipe)
+    return thinking_on(profile_of(pipe), config), budget_of(config)
 
 
 def preflight(

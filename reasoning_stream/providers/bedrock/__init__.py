@@ -45,8 +45,7 @@ from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Pipe, Prompt
 from ..._redact import redact_url_credentials, split_url_credentials
 from ..._turns import HistoryTurn
-from ...conversation._policy import PassbackPolicy
-from ...profiles import ModelProfile
+from ...conversation._policy import state_passback
 from .._clients import require
 from .._errors import build_error, provider_error, retry_after_seconds
 from .._pipe import PipeOptions, ProviderPipe
@@ -293,7 +292,9 @@ class BedrockPipe(ProviderPipe):
         """
         turns = self.turns(prompt)
         if self.api == "converse":
-            messages, system = converse_messages(turns)
+            messages, system = converse_messages(
+                turns, error_status=bedrock_request.takes_tool_status(self.model_id)
+            )
             request: dict[str, Any] = {"modelId": self.model_id, "messages": messages}
             if system:
                 request["system"] = system
@@ -425,12 +426,6 @@ def _with_beta(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {**fields, "anthropic_beta": betas}
 
 
-def _passback(profile: ModelProfile) -> PassbackPolicy:
-    # Reasoning blocks with their signatures go back as the model's profile says (Claude with
-    # preserved thinking: every earlier turn; others: the current tool loop).
-    return PassbackPolicy(states=profile.passback)
-
-
 def _demo_pipe(model: str, url: str, name: str | None) -> Pipe:
     boto3 = require("boto3", "bedrock")
     config = require("botocore.config", "bedrock")
@@ -451,10 +446,13 @@ SPEC = ProviderSpec(
     pipe="BedrockPipe",
     extra="bedrock",
     key_needed=False,
-    passback=_passback,
+    # Reasoning blocks with their signatures go back as the model's profile says (Claude with
+    # preserved thinking: every earlier turn; others: the current tool loop).
+    passback=state_passback,
     effort=PLANNER,
     preflight=bedrock_request.preflight,
     repair=bedrock_request.repair,
+    thinking_request=bedrock_request.thinking_request,
     demo=Demo("bedrock_converse_reasoning", "anthropic.claude-sonnet-4-6", _demo_pipe),
     api_root=ApiRoot(
         "https://bedrock-runtime.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"

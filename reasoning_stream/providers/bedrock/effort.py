@@ -15,7 +15,6 @@ from ..._effort_planner import (
     Draft,
     EffortPlanner,
     always_reasons,
-    cannot_reason,
     level_for,
     without_display,
 )
@@ -37,8 +36,6 @@ def _is_claude(profile: ModelProfile, model: str) -> bool:
 def _plan_bedrock(
     profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
 ) -> Draft:
-    if profile.thinking == "never":
-        return cannot_reason()
     if _is_claude(profile, model):
         thinking = claude_thinking(ask, profile, max_tokens, where)
         params: dict[str, Any] = {}

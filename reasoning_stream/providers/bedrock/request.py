@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..._events import ReasoningState
 from ..._exceptions import UsageError
+from ..._messages import TOOL_ERROR
 from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import in_received_order
 from ...conversation._policy import profile_of
 from .._spec import PassbackRules
 from ..anthropic.request import (
+    budget_of,
     convert_turns,
     repair_tool_loop,
     thinking_enabled,
@@ -41,6 +43,8 @@ __all__ = [
     "deepseek_prompt",
     "preflight",
     "repair",
+    "takes_tool_status",
+    "thinking_request",
 ]
 
 
@@ -167,13 +171,32 @@ def _merge_roles(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
+TOOL_STATUS_MODELS = ("anthropic.claude", "amazon.nova")
+"""Model ids (without a geographic prefix) whose Converse ``toolResult`` takes ``status``:
+botocore's service model documents the field as "only supported by Amazon Nova and Anthropic
+Claude 3 and 4 models" (``ToolResultBlock.status``, ``success`` | ``error``)."""
+
+
+def takes_tool_status(model_id: str) -> bool:
+    """Whether a Converse ``toolResult`` for ``model_id`` may carry ``status``.
+
+    >>> takes_tool_status("us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    True
+    >>> takes_tool_status("meta.llama3-70b-instruct-v1:0")
+    False
+    """
+    lowered = model_id.lower()
+    return any(family in lowered for family in TOOL_STATUS_MODELS)
+
+
 def converse_messages(
-    turns: Sequence[HistoryTurn],
+    turns: Sequence[HistoryTurn], *, error_status: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Canonical turns as Converse ``(messages, system)``.
 
     Tool calls become ``toolUse`` blocks with ``input`` as an object; tool results become
-    ``toolResult`` blocks in a user message; an assistant turn's states go back first.
+    ``toolResult`` blocks in a user message (a failed call's with ``status: "error"`` when
+    ``error_status``: the model takes it); an assistant turn's states go back first.
     """
     system: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
@@ -190,6 +213,8 @@ def converse_messages(
                 "toolUseId": message.get("tool_call_id") or "",
                 "content": [{"text": text}],
             }
+            if error_status and turn.extra.get(TOOL_ERROR):
+                result["status"] = "error"
             messages.append({"role": "user", "content": [{"toolResult": result}]})
             continue
         content: list[dict[str, Any]] = []
@@ -326,6 +351,15 @@ def preflight(
     if not explicit and not thinking_on(profile, fields.get("thinking")):
         return []
     return tool_loop_problems(pipe, turns, label="Bedrock (Claude)")
+
+
+def thinking_request(pipe: Any) -> tuple[bool, int | None]:
+    """Whether the pipe's request thinks (Claude's thinking config in the model fields, or the
+    model's profile), and its ``budget_tokens`` (request preflight reads it)."""
+    fields = model_fields(pipe)
+    explicit = any(thinking_enabled(fields.get(name)) for name in _THINKING_FIELDS)
+    on = explicit or thinking_on(profile_of(pipe), fields.get("thinking"))
+    return on, budget_of(fields.get("thinking"))
 
 
 def repair(

@@ -39,8 +39,7 @@ from ..._effort import merge_params
 from ..._exceptions import ProviderError
 from ..._json import loads_utf8
 from ..._pipe import Prompt
-from ...conversation._policy import PassbackPolicy
-from ...profiles import ModelProfile
+from ...conversation._policy import state_passback
 from .._clients import demo_over_url
 from .._errors import build_error, retry_after_seconds
 from .._inline import InlineTags, check_inline_options, inline_translator
@@ -277,19 +276,15 @@ class GeminiPipe(ProviderPipe):
         )
 
 
-def _passback(profile: ModelProfile) -> PassbackPolicy:
-    # Thought signatures go back on their parts (every earlier model turn, for the models
-    # whose profile says so); the thought text never does.
-    return PassbackPolicy(states=profile.passback)
-
-
 SPEC = ProviderSpec(
     id="gemini",
     name="gemini",
     pipe="GeminiPipe",
     extra="all",
     key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    passback=_passback,
+    # Thought signatures go back on their parts (every earlier model turn, for the models
+    # whose profile says so); the thought text never does.
+    passback=state_passback,
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,

@@ -14,7 +14,6 @@ from ..._effort_planner import (
     Draft,
     EffortPlanner,
     always_reasons,
-    cannot_reason,
     level_for,
     nearest_display,
     nearest_level,
@@ -27,8 +26,6 @@ _GEMINI_BUDGETS: dict[str, int] = {"low": 1024, "medium": 4096, "high": 16384}
 def _plan_gemini(
     profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
 ) -> Draft:
-    if profile.thinking == "never":
-        return cannot_reason()
     if ask.kind == "default":
         draft = Draft()
     elif profile.control == "thinking_level":

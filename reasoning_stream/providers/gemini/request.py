@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..._events import ReasoningState
+from ..._messages import TOOL_ERROR
 from ..._tools import Tool
 from ..._turns import HistoryTurn, PassbackProblem, PreflightTurn
 from ...conversation._history import tool_call_arguments
@@ -55,9 +56,14 @@ def _content_text(content: Any) -> str:
     return "".join(str_of(part.get("text")) for part in _user_parts(content))
 
 
-def _function_response(content: Any) -> dict[str, Any]:
-    """A tool result as the object ``functionResponse.response`` must be."""
+def _function_response(content: Any, *, error: bool = False) -> dict[str, Any]:
+    """A tool result as the object ``functionResponse.response`` must be; a failed call's
+    reason under the documented ``error`` key ("Use "output" key to specify function output
+    and "error" key to specify error details",
+    https://googleapis.github.io/js-genai/classes/types.FunctionResponse.html)."""
     text = content if isinstance(content, str) else _content_text(content)
+    if error:
+        return {"error": text}
     try:
         value = json.loads(text)
     except ValueError:
@@ -205,7 +211,9 @@ def contents(
             name, server_id = calls_by_id.get(call_id, ("", None))
             response: dict[str, Any] = {
                 "name": str_of(message.get("name")) or name,
-                "response": _function_response(message.get("content")),
+                "response": _function_response(
+                    message.get("content"), error=bool(turn.extra.get(TOOL_ERROR))
+                ),
             }
             if server_id:
                 response["id"] = server_id

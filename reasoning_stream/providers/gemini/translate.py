@@ -25,7 +25,7 @@ from ..._events import (
 )
 from ..._exceptions import ProviderError
 from .._errors import build_error
-from .._states import state_of
+from .._states import ResponseFacts, state_of
 
 __all__ = ["GeminiTranslator", "error_object", "gemini_error", "int_of", "str_of"]
 
@@ -76,7 +76,7 @@ def gemini_error(
     )
 
 
-class GeminiTranslator:
+class GeminiTranslator(ResponseFacts):
     """Turns ``GenerateContentResponse`` dicts into events. Pure: no I/O.
 
     A consecutive run of thought parts is one reasoning segment; the first non-thought part
@@ -95,12 +95,8 @@ class GeminiTranslator:
     def __init__(
         self, *, model: str, provider: str = "gemini", endpoint: str | None = None
     ) -> None:
-        self.provider = provider
-        self.model = model
-        self.endpoint = endpoint
-        self.response_id: str | None = None
-        self.details: dict[str, str] = {}
-        """What the response says of itself: ``response_model`` (``modelVersion``)."""
+        # details: ``response_model`` (``modelVersion``).
+        super().__init__(provider, model, endpoint)
         self._in_thought = False
         self._parts = 0
         self._text_length = 0

@@ -10,19 +10,10 @@ from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,
-    cannot_reason,
+    displayless,
     level_for,
-    without_display,
 )
 from ...profiles import ModelProfile
-
-
-def _plan_ollama(
-    profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
-) -> Draft:
-    if profile.thinking == "never":
-        return cannot_reason()
-    return without_display(_plan(profile, ask, where), ask, profile, where, "Ollama")
 
 
 def _plan(profile: ModelProfile, ask: Ask, where: str) -> Draft:
@@ -48,5 +39,5 @@ def _plan(profile: ModelProfile, ask: Ask, where: str) -> Draft:
     return Draft({"think": ask.kind == "on"})
 
 
-PLANNER = EffortPlanner(_plan_ollama)
+PLANNER = EffortPlanner(displayless(_plan, "Ollama"))
 """Ollama's effort plan: its ``think`` field."""

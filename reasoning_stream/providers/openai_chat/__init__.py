@@ -21,6 +21,7 @@ from ..._pipe import Prompt
 from ..._tags import DEFAULT_TAGS, grammar_for
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy, readable_passback
+from ...conversation._request_check import always_thinks
 from ...profiles import Inline, ModelProfile
 from .._clients import async_by, demo_over_sdk
 from .._inline import start_setting
@@ -265,6 +266,7 @@ SPEC = ProviderSpec(
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,
+    thinking_request=always_thinks,
     demo=Demo(
         "openai_chat_reasoning_content",
         "deepseek-reasoner",

@@ -16,9 +16,8 @@ from ..._effort_planner import (
     Draft,
     EffortPlanner,
     always_reasons,
-    cannot_reason,
+    displayless,
     level_for,
-    without_display,
 )
 from ...profiles import ModelProfile
 
@@ -53,14 +52,6 @@ def effort_draft(
         )
     level, notes = level_for(ask, profile, where)
     return Draft(put(level), notes)
-
-
-def _plan_openai_chat(
-    profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
-) -> Draft:
-    if profile.thinking == "never":
-        return cannot_reason()
-    return without_display(_plan(profile, ask, where), ask, profile, where, "Chat Completions")
 
 
 def _plan(profile: ModelProfile, ask: Ask, where: str) -> Draft:
@@ -119,5 +110,5 @@ def _describe(fields: dict[str, Any]) -> list[str]:
     return found
 
 
-PLANNER = EffortPlanner(_plan_openai_chat)
+PLANNER = EffortPlanner(displayless(_plan, "Chat Completions"))
 """Chat Completions' effort plan (OpenAI, DeepSeek, Kimi, xAI, Mistral, DashScope, vLLM, ...)."""

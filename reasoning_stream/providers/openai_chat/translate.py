@@ -28,7 +28,7 @@ from ..._exceptions import ProviderError
 from ...profiles import Inline
 from .._errors import build_error
 from .._inline import TagReader, inline_rule, inline_scanner
-from .._states import state_of
+from .._states import ResponseFacts, state_of
 
 __all__ = [
     "REASONING_FIELDS",
@@ -124,7 +124,7 @@ class _PartialCall:
     """Gemini's ``extra_content.google.thought_signature`` for this call (OpenAI compat)."""
 
 
-class OpenAIChatTranslator:
+class OpenAIChatTranslator(ResponseFacts):
     """Turns streamed Chat Completions chunks into events. Pure: no I/O, no SDK client.
 
     ``feed(chunk)`` takes one chunk (an SDK ``ChatCompletionChunk`` or the decoded JSON dict)
@@ -168,11 +168,6 @@ class OpenAIChatTranslator:
         "_scanned",
         "_scanner",
         "_scanning_is_auto",
-        "details",
-        "endpoint",
-        "model",
-        "provider",
-        "response_id",
     )
 
     def __init__(
@@ -187,14 +182,9 @@ class OpenAIChatTranslator:
         reasoning_fields: Iterable[str] = REASONING_FIELDS,
         inline: Inline | None = None,
     ) -> None:
-        self.provider = provider
-        self.model = model
-        self.endpoint = endpoint
-        self.response_id: str | None = None
-        """The stream's ``id`` (every chunk repeats it), once seen."""
-        self.details: dict[str, str] = {}
-        """What the response says of itself: ``response_model``, ``system_fingerprint``,
-        ``service_tier`` (read from the first chunk; every chunk repeats them)."""
+        # response_id: the stream's ``id`` (every chunk repeats it); details:
+        # ``response_model``, ``system_fingerprint``, ``service_tier`` (from the first chunk).
+        super().__init__(provider, model, endpoint)
         self._fields = tuple(reasoning_fields)
         if inline is None and inline_tags is not False:
             inline = inline_rule(provider, model, endpoint)

@@ -17,8 +17,8 @@ import httpx
 from ..._exceptions import ProviderError, UsageError
 from ..._pipe import Prompt
 from ..._turns import HistoryTurn
-from ...conversation._policy import PassbackPolicy
-from ...profiles import ModelProfile
+from ...conversation._policy import state_passback
+from ...conversation._request_check import always_thinks
 from .._clients import async_by, demo_over_sdk, require
 from .._errors import build_error
 from .._inline import InlineTags, check_inline_options, inline_translator
@@ -330,12 +330,6 @@ def _function_call(call: Mapping[str, Any], item_id: str | None) -> dict[str, An
     return item
 
 
-def _passback(profile: ModelProfile) -> PassbackPolicy:
-    # Reasoning items go back as input items (stateless replay pairs them by id), for the
-    # turns the model's profile names (every earlier turn for the reasoning models).
-    return PassbackPolicy(states=profile.passback)
-
-
 SPEC = ProviderSpec(
     id="openai-responses",
     name="responses",
@@ -343,10 +337,13 @@ SPEC = ProviderSpec(
     extra="openai",
     key_env=("OPENAI_API_KEY",),
     base_url_env="OPENAI_BASE_URL",
-    passback=_passback,
+    # Reasoning items go back as input items (stateless replay pairs them by id), for the
+    # turns the model's profile names (every earlier turn for the reasoning models).
+    passback=state_passback,
     effort=PLANNER,
     preflight=request.preflight,
     repair=request.repair,
+    thinking_request=always_thinks,
     demo=Demo(
         "openai_responses_summary", "o4-mini", demo_over_sdk(OpenAIResponsesPipe, "OpenAI", "/v1")
     ),

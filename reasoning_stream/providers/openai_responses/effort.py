@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..._effort_planner import Ask, Draft, EffortPlanner, cannot_reason, nearest_display
+from ..._effort_planner import Ask, Draft, EffortPlanner, nearest_display
 from ...profiles import ModelProfile
 from ..openai_chat.effort import effort_draft
 
@@ -12,8 +12,6 @@ _SUMMARY = ("reasoning", "summary")
 def _plan_openai_responses(
     profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
 ) -> Draft:
-    if profile.thinking == "never":
-        return cannot_reason()
     if ask.kind == "default":
         draft = Draft()
     else:

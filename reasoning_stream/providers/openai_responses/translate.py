@@ -31,7 +31,7 @@ from ..._exceptions import ProviderError
 from .._errors import build_error
 from .._fields import field_of
 from .._hidden import HiddenBlocks
-from .._states import state_of
+from .._states import ResponseFacts, state_of
 
 __all__ = [
     "ENCRYPTED_KIND",
@@ -96,7 +96,7 @@ class _Call:
     emitted: bool = False
 
 
-class OpenAIResponsesTranslator:
+class OpenAIResponsesTranslator(ResponseFacts):
     """Turns Responses API stream events into reasoning-stream events. Pure: no I/O.
 
     Feed it every event of one response, in order, as the SDK's parsed objects or as the
@@ -122,13 +122,9 @@ class OpenAIResponsesTranslator:
         endpoint: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.provider = provider
-        self.model = model
-        self.endpoint = endpoint
-        self.response_id: str | None = None
-        self.details: dict[str, str] = {}
-        """What the response says of itself: ``response_model``, ``service_tier``."""
-        """The response's id, once ``response.created`` (or a later event) carried it."""
+        # response_id: once ``response.created`` (or a later event) carried it; details:
+        # ``response_model``, ``service_tier``.
+        super().__init__(provider, model, endpoint)
         self.finished = False
         """Whether a terminal event (``response.completed`` or ``incomplete``) arrived."""
         self._open_part: tuple[Any, str, Any] | None = None

@@ -13,7 +13,6 @@ from ..._effort_planner import (
     Ask,
     Draft,
     EffortPlanner,
-    cannot_reason,
     level_for,
     nearest_display,
 )
@@ -26,8 +25,6 @@ _EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 def _plan_openrouter(
     profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
 ) -> Draft:
-    if profile.thinking == "never":
-        return cannot_reason()
     reasoning: dict[str, Any] = {}
     notes: list[str] = []
     supported = True

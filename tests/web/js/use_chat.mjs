@@ -5,35 +5,8 @@
 // sends a message) or {"toolOutput": "..."} (every tool part waiting for its output gets it,
 // then the chat sends again, as `sendAutomaticallyWhen` would). The n-th request the chat makes
 // reads the n-th stream URL (GET); a request past the last URL gets an empty answer.
-import { AbstractChat, DefaultChatTransport } from "ai";
-
-class MemoryState {
-  constructor() {
-    this.messages = [];
-    this.status = "ready";
-    this.error = undefined;
-  }
-  pushMessage = (message) => {
-    this.messages = this.messages.concat(message);
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index, message) => {
-    this.messages = [
-      ...this.messages.slice(0, index),
-      this.snapshot(message),
-      ...this.messages.slice(index + 1),
-    ];
-  };
-  snapshot = (value) => structuredClone(value);
-}
-
-class Chat extends AbstractChat {
-  constructor(init) {
-    super({ ...init, state: new MemoryState() });
-  }
-}
+import { DefaultChatTransport } from "ai";
+import { Chat } from "./chat_state.mjs";
 
 const { streams, steps } = JSON.parse(process.argv[2]);
 const bodies = [];
