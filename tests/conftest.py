@@ -58,6 +58,7 @@ SLOW_FILES = frozenset(
         "tests/web/test_slow_client.py",
         "tests/web/test_sealed.py",
         "tests/web/test_openai_endpoint.py",
+        "tests/providers/test_llama_server.py",
         "tests/web/test_use_chat.py",
     }
 )

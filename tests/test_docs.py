@@ -27,6 +27,9 @@ SNIPPETS = [
     for page in PAGES
     for index, code in enumerate(BLOCK.findall(page.read_text(encoding="utf-8")))
 ]
+LOCAL_SERVER = "# Needs llama-server"
+"""A block starting with this comment needs a local model; the opt-in test
+tests/providers/test_llama_server.py runs it against one (``REASONING_STREAM_LLAMA=1``)."""
 ROWS = [line for line in effort_table().splitlines()[2:] if line.startswith("| ")]
 PROVIDERS = sorted({row.split("|")[1].strip() for row in ROWS})
 
@@ -47,6 +50,8 @@ def test_the_pages_have_snippets() -> None:
 
 @pytest.mark.parametrize(("name", "code"), SNIPPETS, ids=[name for name, _ in SNIPPETS])
 def test_snippet_runs(name: str, code: str, provider_environment: None) -> None:
+    if code.startswith(LOCAL_SERVER):
+        pytest.skip("needs a local llama-server: tests/providers/test_llama_server.py runs it")
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         exec(compile(code, f"{name} snippet", "exec"), {"__name__": "docs"})
