@@ -245,3 +245,17 @@ def test_telemetry_surface() -> None:
         "is_instrumented",
         "uninstrument",
     ]
+
+
+def test_provider_pipes_show_their_constructors_signature() -> None:
+    """``inspect.signature`` of a pipe class is its ``__init__``'s (not the validating
+    metaclass's ``(*args, **kwargs)``), so IDEs and introspecting frameworks see the keywords."""
+    import inspect
+
+    from reasoning_stream import providers
+
+    for name in ("AnthropicPipe", "BedrockPipe", "GeminiPipe", "OllamaPipe", "OpenAIChatPipe",
+                 "OpenAIResponsesPipe", "OpenRouterPipe"):  # fmt: skip
+        parameters = inspect.signature(getattr(providers, name)).parameters
+        assert next(iter(parameters)) == "model", name
+        assert "args" not in parameters, name

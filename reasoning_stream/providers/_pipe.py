@@ -95,6 +95,16 @@ class _Validated(type):
         pipe.validate()
         return pipe
 
+    @property
+    def __signature__(cls) -> Any:
+        # ``inspect.signature(AnthropicPipe)`` would otherwise read ``__call__`` above and show
+        # ``(*args, **kwargs)``: IDEs, docs and introspecting frameworks get ``__init__``'s.
+        import inspect
+
+        init = getattr(cls, "__init__")  # noqa: B009 - mypy refuses cls.__init__ here
+        parameters = list(inspect.signature(init).parameters.values())[1:]
+        return inspect.Signature(parameters)
+
 
 class ProviderPipe(Driver, metaclass=_Validated):
     """Base of the provider pipes: a model, a client or an endpoint, and request options.
