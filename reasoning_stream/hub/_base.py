@@ -299,7 +299,7 @@ class Hub:
             attachment = _Attachment(runnable, sink, control)
             worker = _Worker(runnable, prompt, attachment, control)
             try:
-                control.wake.wait()
+                _wait_interruptibly(control.wake)
                 if not worker.done.is_set():  # stopped: let the run end by itself first
                     worker.done.wait(STOP_GRACE)
             except BaseException:  # Ctrl-C while waiting: stop the run too, end its stream
@@ -418,6 +418,14 @@ class _Worker:
                 return True
             self._abandoned = True
             return False
+
+
+def _wait_interruptibly(event: threading.Event) -> None:
+    """Wait for ``event``, waking every 0.1 s: the kernel may hand Ctrl-C's SIGINT to another
+    thread (the pipe's worker), where Python only flags it; a thread asleep in an untimed wait
+    would see it when the run ended, not now (and stop the run, ending its stream)."""
+    while not event.wait(0.1):
+        pass
 
 
 def _settle(

@@ -225,6 +225,27 @@ def test_ctrl_c_in_a_waiting_sync_run_ends_its_stream_cancelled(hub: Hub, script
     assert not ReasoningStream.split(channel, lossless=True).truncated
 
 
+def test_ctrl_c_delivered_to_another_thread_still_stops_a_waiting_sync_run(hub: Hub) -> None:
+    """The kernel may give a process's SIGINT to any thread; Python then only flags it for the
+    main thread. A waiting run must notice it within its poll, not when the run ends."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("Ctrl-C reaches the main thread only")
+    stream_id = new_id()
+
+    def interrupt() -> None:
+        wait_sync(hub, stream_id, 2)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread, not main
+
+    helper = threading.Thread(target=interrupt, daemon=True)
+    helper.start()
+    with pytest.raises(KeyboardInterrupt):
+        hub.run(stream_id, ScriptedPipe(chatty()), "go")  # 10 s unless stopped
+    helper.join(5)
+    entries = hub.read(stream_id)
+    assert entries[-1].final and entries[-1].status == "cancelled_before_answer"
+    assert len(entries) < 400, "the run went on long after Ctrl-C"
+
+
 @pytest.mark.anyio
 async def test_a_sync_run_called_on_an_event_loop_still_warns_once(hub: Hub) -> None:
     """The pipe runs in a worker thread now; the hub warns for it, pointing at the caller."""
