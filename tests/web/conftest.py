@@ -13,11 +13,22 @@ from typing import Any
 
 import pytest
 
+from reasoning_stream.hub import Hub, MemoryHub, RedisHub
 from tests.redis_server import free_port, redis_server, redis_url
 
-__all__ = ["redis_server", "redis_url", "serve"]
+__all__ = ["hub", "redis_server", "redis_url", "serve"]
 
 JS_DIR = Path(__file__).parent / "js"
+
+
+@pytest.fixture(params=["memory", "redis"])
+def hub(request: pytest.FixtureRequest) -> Iterator[Hub]:
+    """The app's hub, in memory and on a real Redis (a module may define its own)."""
+    if request.param == "memory":
+        yield MemoryHub()
+        return
+    with RedisHub(request.getfixturevalue("redis_url")) as redis_hub:
+        yield redis_hub
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from reasoning_stream import ReasoningDelta, ReasoningStream, TextDelta, ToolCall
-from reasoning_stream.hub import Hub, MemoryHub, RedisHub
+from reasoning_stream.hub import Hub, MemoryHub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.web import create_app
 from tests.web.conftest import serve
@@ -29,16 +29,6 @@ SCRIPT: list[Any] = [
     ReasoningDelta("check again"),
     TextDelta("**42**"),
 ]
-
-
-@pytest.fixture(params=["memory", "redis"])
-def hub(request: pytest.FixtureRequest) -> Iterator[Hub]:
-    if request.param == "memory":
-        yield MemoryHub()
-        return
-    redis_hub = RedisHub(request.getfixturevalue("redis_url"))
-    yield redis_hub
-    redis_hub.close()
 
 
 @pytest.fixture

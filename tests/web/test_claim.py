@@ -7,27 +7,16 @@ in between got 202, its run failed silently and its client read the other client
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from reasoning_stream import TextDelta
-from reasoning_stream.hub import Hub, MemoryHub, RedisHub
+from reasoning_stream.hub import Hub, RedisHub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.web import create_app
 from tests.web.conftest import serve
 from tests.web.sse import get, parse
-
-
-@pytest.fixture(params=["memory", "redis"])
-def hub(request: pytest.FixtureRequest) -> Iterator[Hub]:
-    if request.param == "memory":
-        yield MemoryHub()
-        return
-    with RedisHub(request.getfixturevalue("redis_url")) as redis_hub:
-        yield redis_hub
 
 
 def test_a_second_post_before_the_first_run_published_is_409(hub: Hub) -> None:

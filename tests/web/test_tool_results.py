@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from ag_ui.core import Event as AGUIEvent
 from ag_ui.core import EventType, ToolCallResultEvent
 from pydantic import TypeAdapter
@@ -24,7 +22,7 @@ from reasoning_stream import (
     ToolResult,
     tool,
 )
-from reasoning_stream.hub import Hub, MemoryHub, RedisHub
+from reasoning_stream.hub import Hub
 from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.web import create_app, translator_for
 from tests.web.conftest import serve
@@ -45,16 +43,6 @@ SCRIPT: list[Any] = [
     ReasoningDelta("The weather came back; the time did not."),
     TextDelta("It is 18 C in Paris."),
 ]
-
-
-@pytest.fixture(params=["memory", "redis"])
-def hub(request: pytest.FixtureRequest) -> Iterator[Hub]:
-    if request.param == "memory":
-        yield MemoryHub()
-        return
-    redis_hub = RedisHub(request.getfixturevalue("redis_url"))
-    yield redis_hub
-    redis_hub.close()
 
 
 def published(hub: Hub) -> str:
