@@ -292,6 +292,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--rounds", type=int, default=9, help="interleaved CPU rounds")
     parser.add_argument("--cpu-only", action="store_true", help="skip the fan-out table")
     parser.add_argument("--sse-only", action="store_true", help="only the SSE fan-out")
+    parser.add_argument(
+        "--fan-out-only", action="store_true", help="only the hub fan-out (no CPU, no SSE)"
+    )
     parser.add_argument("--sse-readers", type=int, default=2000, help="SSE readers in all")
     parser.add_argument("--sse-streams", type=int, default=STREAMS, help="streams they read")
     parser.add_argument("--workers", type=int, default=3, help="uvicorn worker processes")
@@ -307,7 +310,8 @@ def main(argv: list[str]) -> None:
         if options.sse_only:
             sse_table(server.url, options)
             return
-        cpu_table(server.url, options.rounds)
+        if not options.fan_out_only:
+            cpu_table(server.url, options.rounds)
         if options.cpu_only:
             return
         print(
@@ -325,7 +329,8 @@ def main(argv: list[str]) -> None:
                 f"{figures['cross_talk_chunks']} | {figures['p50_ms']:.2f} ms | "
                 f"{figures['p99_ms']:.2f} ms |"
             )
-        sse_table(server.url, options)
+        if not options.fan_out_only:
+            sse_table(server.url, options)
         print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

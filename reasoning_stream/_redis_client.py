@@ -56,6 +56,14 @@ def run_scripts(
     import redis
 
     if not is_cluster(client):
+        if len(calls) == 1:
+            # One call needs no pipeline (whose execute first asks SCRIPT EXISTS: a round
+            # trip more); the script loads itself when Redis does not know it.
+            keys, args = calls[0]
+            try:
+                return [script(keys=list(keys), args=list(args), client=client)]
+            except (redis.RedisError, ValueError) as error:  # ValueError: see _pipelined
+                return [error]
         return _pipelined(client, script, calls, range(len(calls)))
     per_node: dict[str, tuple[Any, list[int]]] = {}
     for index, (keys, _) in enumerate(calls):

@@ -19,7 +19,7 @@ two parts collide, and no key meets a ``RedisStore``'s under the same prefix.
   would balance the channel if the run stopped now). Both keys get ``EXPIRE ttl`` with the
   final entry; while running they are kept ``lease + ttl`` seconds ahead.
 - ``<prefix>{<id>}:lease``: the running writer's lease, ``SET ... PX lease`` and renewed by
-  the writer thread (a heartbeat every third of the lease, and with every write). A writer
+  the writer thread (a heartbeat every third of the lease). A writer
   whose process crashed or hung stops renewing it; the first reader (or ``run`` of the same id)
   that finds the claim still owned but the lease gone ends the stream for it, in one script:
   it appends the closing marker if reasoning was open and a final entry with status
@@ -217,43 +217,72 @@ def decode_entry(entry_id: str, fields: dict[str, str]) -> Entry:
 
 
 APPEND = """
--- KEYS: the stream, its claim, its lease. ARGV: maxlen, ttl ('' = none), final ('1' or ''),
--- owner, lease ms, hold ('' = none: lease + ttl, seconds), closing marker, the number of
--- the first entry, then per entry: n, n fields (entry ids are 0-<number>, counting on).
-local owner = redis.call('HGET', KEYS[2], 'owner')
-if owner ~= ARGV[4] then
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    return redis.error_reply('ERR reasoning-stream: keys lost')
+-- KEYS: per stream its log, claim and lease. ARGV: maxlen, ttl ('' = none), lease ms, hold
+-- ('' = none: lease + ttl, seconds), then per stream: what to do after its entries ('f' end
+-- the run, 'r' renew its lease and keep its keys, '' nothing more), owner, closing marker
+-- ('k' unchanged, else 's' and the marker), the number of its first entry, its entry count,
+-- then per entry: n, n fields (entry ids are 0-<number>, counting on).
+-- Returns per stream 1, or why it was not written.
+local results = {}
+local i = 5
+for s = 1, #KEYS, 3 do
+  local log, claim, lease = KEYS[s], KEYS[s + 1], KEYS[s + 2]
+  local after, owner, closing = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local number = tonumber(ARGV[i + 3])
+  local count = tonumber(ARGV[i + 4])
+  i = i + 5
+  local first = i
+  for _ = 1, count do i = i + 1 + tonumber(ARGV[i]) end
+  local outcome = 1
+  if redis.call('HGET', claim, 'owner') ~= owner then
+    if redis.call('EXISTS', claim) == 0 then
+      outcome = 'reasoning-stream: keys lost'
+    else
+      outcome = 'reasoning-stream: lease lost'
+    end
+  else
+    local j = first
+    while j < i do
+      local n = tonumber(ARGV[j])
+      local reply = redis.pcall(
+        'XADD', log, 'MAXLEN', '~', ARGV[1], '0-' .. number, unpack(ARGV, j + 1, j + n))
+      if type(reply) == 'table' and reply.err then
+        outcome = reply.err
+        break
+      end
+      number = number + 1
+      j = j + 1 + n
+    end
   end
-  return redis.error_reply('ERR reasoning-stream: lease lost')
-end
-local number = tonumber(ARGV[8])
-local i = 9
-while i <= #ARGV do
-  local n = tonumber(ARGV[i])
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '0-' .. number, unpack(ARGV, i + 1, i + n))
-  number = number + 1
-  i = i + 1 + n
-end
-if ARGV[3] == '1' then
-  redis.call('HDEL', KEYS[2], 'owner')
-  redis.call('DEL', KEYS[3])
-  if ARGV[2] ~= '' then
-    redis.call('EXPIRE', KEYS[1], ARGV[2])
-    redis.call('EXPIRE', KEYS[2], ARGV[2])
+  if outcome == 1 then
+    if after == 'f' then
+      redis.call('HDEL', claim, 'owner')
+      redis.call('DEL', lease)
+      if ARGV[2] ~= '' then
+        redis.call('EXPIRE', log, ARGV[2])
+        redis.call('EXPIRE', claim, ARGV[2])
+      end
+    else
+      if closing ~= 'k' then redis.call('HSET', claim, 'close', string.sub(closing, 2)) end
+      if after == 'r' then
+        redis.call('SET', lease, owner, 'PX', ARGV[3])
+        if ARGV[4] ~= '' then
+          redis.call('EXPIRE', log, ARGV[4])
+          redis.call('EXPIRE', claim, ARGV[4])
+        end
+      end
+    end
   end
-else
-  redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
-  redis.call('HSET', KEYS[2], 'close', ARGV[7])
-  if ARGV[6] ~= '' then
-    redis.call('EXPIRE', KEYS[1], ARGV[6])
-    redis.call('EXPIRE', KEYS[2], ARGV[6])
-  end
+  results[#results + 1] = outcome
 end
-return 1
+return results
 """
-"""Appends one stream's batch of entries and renews its lease, in one call (one round trip
-carries every stream); refuses when the claim is no longer ours (a reader ended the stream)."""
+"""Appends the batches of any number of streams in one call: one script run for every stream
+of a write on one Redis server (on a cluster, one per stream: a script's keys must share a
+slot). The lease is renewed, and the keys kept ``lease + ttl`` ahead, on the writer's
+heartbeat (every third of the lease), not with every batch. A stream whose claim is no longer
+ours (a reader ended it) or whose keys vanished is left alone and named in the reply; the
+others are written."""
 
 CLAIM = """
 -- KEYS: the stream, its claim, its lease. ARGV: owner, writer, lease ms, lease s, hold.

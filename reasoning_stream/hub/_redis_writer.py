@@ -1,9 +1,10 @@
 """The writing side of a ``RedisHub``: each run's sink, and the one writer thread per hub.
 
 A run's callbacks only append to a queue (:class:`RedisSink`), so neither Redis nor any reader
-can slow the model stream. One thread per hub (:class:`RedisWriter`) batches every pending entry
-of every running stream into one pipelined round trip (the append script per stream, running
-``XADD ... MAXLEN ~ maxlen``) and renews the running streams' leases.
+can slow the model stream. One thread per hub (:class:`RedisWriter`) writes every pending entry
+of every running stream in one round trip: one run of the append script for all of them on one
+Redis server (``XADD ... MAXLEN ~ maxlen`` per entry), or one per stream, pipelined per node, on
+a cluster; and it renews the running streams' leases on its heartbeat.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, TypeAlias
 
 from .._events import Event, OpaqueState, TextDelta
 from .._pipe import Status
-from .._redis_client import run_scripts
+from .._redis_client import is_cluster, run_scripts
 from .._stream import ReasoningStream
 from ._base import _Failure
 from ._redis_codec import (
@@ -53,6 +54,7 @@ class RedisSink:
         "_done",
         "_put",
         "closing",
+        "closing_sent",
         "entries",
         "envelope",
         "error",
@@ -81,6 +83,8 @@ class RedisSink:
         """The claim's token: every write checks it is still ours (fencing)."""
         self.closing = ""
         """The marker that would balance the channel if the run stopped now (writer thread)."""
+        self.closing_sent = ""
+        """The marker the stream's claim holds (the claim starts with none)."""
         self.seq = 0
         self.error: str | None = None
         """Why the run failed, for its final entry (set before that entry is queued)."""
@@ -151,15 +155,19 @@ class RedisSink:
         if final:
             self._done.set()
 
-    def encode(self, items: list[Pending]) -> tuple[list[str], bool]:
-        """The script arguments for ``items`` (writer thread only), and whether one is final.
+    def encode(self, items: list[Pending], renew: bool) -> list[str]:
+        """This stream's part of the append script's arguments for ``items`` (writer thread
+        only); ``renew``: renew the lease (also done on the stream's first write).
 
-        The number of the batch's first entry, then each entry as its field count and fields
-        (the script numbers the entries on from the first). A chunk directly followed by an
-        event shares one entry with it (an entry may carry both, in the order the callbacks saw
-        them): about half the entries for a delta stream.
+        What to do after the entries (end the run, renew, nothing), owner, closing marker
+        (when it changed), the number of the batch's first entry and the entry count, then
+        each entry as its field count and fields (the script numbers the entries on from the
+        first). A chunk directly followed by an event shares one entry with it (an
+        entry may carry both, in the order the callbacks saw them): about half the entries for
+        a delta stream.
         """
-        args = [str(self.entries + 1)]
+        first = self.entries
+        args: list[str] = []
         pending: str | None = None  # a chunk-only entry that an event may still join
         final = False
         for _, _, chunk, event, status in items:
@@ -191,7 +199,11 @@ class RedisSink:
                 )
         if pending is not None:
             self._flush(args, ["c", pending])
-        return args, final
+        after = "f" if final else "r" if renew or not first else ""
+        closing = "k"
+        if self.closing != self.closing_sent:
+            closing, self.closing_sent = "s" + self.closing, self.closing
+        return [after, self.owner, closing, str(first + 1), str(self.entries - first), *args]
 
     def _flush(self, args: list[str], fields: list[str]) -> None:
         self.entries += 1
@@ -211,6 +223,7 @@ class RedisWriter:
     def __init__(self, hub: HubSettings, client: Any, append: Any, delay: float) -> None:
         self._hub = hub
         self._client = client
+        self._cluster = is_cluster(client)
         self._append = append
         self._delay = delay
         self._heartbeat = hub.lease / 3
@@ -285,32 +298,48 @@ class RedisWriter:
                 per_sink.setdefault(item[0], []).append(item)
         if not per_sink:
             return
-        maxlen = str(hub.maxlen)
-        ttl = ttl_seconds(hub.ttl)
-        hold = hold_seconds(hub.lease, hub.ttl)
-        lease_ms = str(max(1, round(hub.lease * 1000)))
+        head = [
+            str(hub.maxlen),
+            ttl_seconds(hub.ttl),
+            str(max(1, round(hub.lease * 1000))),
+            hold_seconds(hub.lease, hub.ttl),
+        ]
+        sinks = list(per_sink.items())
+        # One script run for every stream on one server; on a cluster one per stream (a
+        # script's keys must share a slot), pipelined per node.
+        groups = [sinks] if not self._cluster else [[item] for item in sinks]
         calls = []
-        for sink, items in per_sink.items():
-            args, final = sink.encode(items)
-            head = [maxlen, ttl, "1" if final else "", sink.owner, lease_ms, hold, sink.closing]
-            calls.append((sink.keys, [*head, *args]))
+        for group in groups:
+            keys: list[str] = []
+            args = list(head)
+            for sink, items in group:
+                keys += sink.keys
+                args += sink.encode(items, beat)
+            calls.append((keys, args))
         results = run_scripts(self._client, self._append, calls)
-        for (sink, items), result in zip(per_sink.items(), results, strict=True):
-            if isinstance(result, Exception):
-                if KEYS_LOST in str(result):
-                    sink.fail(
-                        STREAM_LOST.format(stream_id=sink.stream_id, url=hub.url_for_messages)
-                    )
-                elif LEASE_LOST in str(result):
-                    sink.lost(hub.lease)
-                else:
-                    sink.fail(
-                        f"Redis at {hub.url_for_messages} failed mid-run "
-                        f"({type(result).__name__}: {result})"
-                    )
-                self.release(sink)
-                continue
-            final = bool(items) and items[-1][4] is not None
-            sink.confirm(len(items), final)
-            if final:
-                self.release(sink)
+        for group, result in zip(groups, results, strict=True):
+            outcomes = [result] * len(group) if isinstance(result, Exception) else result
+            for (sink, items), outcome in zip(group, outcomes, strict=True):
+                self._settle(sink, items, outcome)
+
+    def _settle(self, sink: RedisSink, items: list[Pending], outcome: object) -> None:
+        """Tell ``sink`` what became of its part of a write (1: written)."""
+        hub = self._hub
+        if outcome != 1:
+            if KEYS_LOST in str(outcome):
+                sink.fail(STREAM_LOST.format(stream_id=sink.stream_id, url=hub.url_for_messages))
+            elif LEASE_LOST in str(outcome):
+                sink.lost(hub.lease)
+            else:
+                reason = (
+                    f"{type(outcome).__name__}: {outcome}"
+                    if isinstance(outcome, Exception)
+                    else outcome
+                )
+                sink.fail(f"Redis at {hub.url_for_messages} failed mid-run ({reason})")
+            self.release(sink)
+            return
+        final = bool(items) and items[-1][4] is not None
+        sink.confirm(len(items), final)
+        if final:
+            self.release(sink)

@@ -119,3 +119,70 @@ async def test_readers_end_when_redis_restarts_without_persistence(
         reader_hub.close()
         restarted.close()
     assert isinstance(outcome.get("error"), PublishError), outcome
+
+
+@pytest.mark.anyio
+async def test_a_stream_that_lost_its_keys_leaves_the_others_of_its_write_intact(
+    redis_server: RedisServer,
+) -> None:
+    """One write carries every running stream (one script run): a stream whose keys vanished
+    fails alone; the streams written with it keep every entry and their end."""
+    hub = RedisHub(redis_server.url, lease=LEASE)
+    control = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    ids = [f"batch-{n}-{uuid.uuid4().hex}" for n in range(4)]
+    victim = ids[0]
+    outcomes: dict[str, BaseException | object] = {}
+
+    async def run(stream_id: str) -> None:
+        try:
+            outcomes[stream_id] = await hub.arun(stream_id, ScriptedPipe(slow_script()), "go")
+        except Exception as error:
+            outcomes[stream_id] = error
+
+    try:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                for stream_id in ids:
+                    group.start_soon(run, stream_id)
+                while control.xlen(stream_keys(hub.prefix, victim)[0]) < 5:
+                    await anyio.sleep(0.02)
+                control.delete(*stream_keys(hub.prefix, victim))
+    finally:
+        hub.close()
+    assert isinstance(outcomes[victim], PublishError), outcomes[victim]
+    assert "vanished from Redis" in str(outcomes[victim])
+    expected = "".join(f"r{n} " for n in range(60))
+    with RedisHub(redis_server.url) as reader:
+        for stream_id in ids[1:]:
+            entries = reader.read(stream_id)
+            assert entries[-1].status == "completed", (stream_id, entries[-1])
+            channel = "".join(e.chunk for e in entries)
+            assert channel.startswith("<think>" + expected) and channel.endswith("answer")
+            assert outcomes[stream_id].text == "answer"  # type: ignore[union-attr]
+    control.close()
+
+
+def test_a_running_streams_keys_expire_from_its_first_write(redis_server: RedisServer) -> None:
+    """The lease is renewed on the writer's heartbeat, not with every write, yet the stream's
+    log gets its expiry (lease + ttl ahead) with its first write: a writer that dies before
+    its first heartbeat leaves nothing behind for ever."""
+    hub = RedisHub(redis_server.url, lease=30.0, ttl=60)
+    control = redis.Redis.from_url(redis_server.url)
+    stream_id = f"expiry-{uuid.uuid4().hex}"
+    seen: list[int] = []
+    key = stream_keys(hub.prefix, stream_id)
+
+    def look(chunk: str) -> None:
+        if chunk == "r3 ":
+            time.sleep(0.2)  # the writer has written the first entries meanwhile
+            seen.extend(control.ttl(k) for k in key)
+
+    try:
+        pipe = ScriptedPipe(slow_script()[:20]).set_streaming_callback(look)
+        hub.run(stream_id, pipe, "go")
+    finally:
+        hub.close()
+        control.close()
+    log, claim, lease = seen
+    assert 60 < log <= 90 and 60 < claim <= 90, seen  # lease + ttl ahead
+    assert 0 < lease <= 30, seen
