@@ -26,12 +26,13 @@ from ._entry import Entry
 from ._redis_codec import seq
 from ._wake import Wakeup, wake_all
 
-__all__ = ["BLOCK_MS", "Follower", "Subscription"]
+__all__ = ["BLOCK_MS", "COUNT", "Follower", "Follows", "Subscription"]
 
 BLOCK_MS = 1000
 """Longest single ``XREAD BLOCK`` wait."""
-_COUNT = 1000
-SUBSCRIBER_BUFFER = 2 * _COUNT
+COUNT = 1000
+"""Most entries of one stream one read takes."""
+SUBSCRIBER_BUFFER = 2 * COUNT
 """Most entries the reader thread holds for one subscriber; past that it drops them and the
 subscriber re-reads from Redis (``Subscription.lagged``)."""
 _POLL = 0.005
@@ -106,7 +107,101 @@ class Subscription:
             wake.set()
 
 
-class Follower:
+class Follows:
+    """What a hub's reader follows: a position and subscribers per stream, and what to do with
+    a read (deliver it) or a sweep (fail the readers of streams that were lost).
+
+    Shared by the reader thread (:class:`Follower`) and the per-loop reader of asyncio
+    (``_follow_loop.LoopFollower``); ``_lock`` guards the maps (uncontended on one loop).
+    """
+
+    def __init__(self, decode: Callable[[str, dict[str, str]], Entry], describe: str) -> None:
+        self._decode = decode
+        self._describe = describe
+        self._lock = threading.Lock()
+        self._follows: dict[str, tuple[int, list[Subscription]]] = {}
+        self._present: set[str] = set()
+        """Followed keys the sweep found claimed: should the claim vanish, the stream was lost."""
+        self._closed = False
+
+    def _register(self, subscription: Subscription) -> None:
+        """Follow ``subscription.key`` from its position; under ``_lock``."""
+        if self._closed:
+            raise RuntimeError("the hub is closed")
+        position, subscribers = self._follows.get(subscription.key, (None, []))
+        start = subscription.position if position is None else min(position, subscription.position)
+        self._follows[subscription.key] = (start, [*subscribers, subscription])
+
+    def remove(self, subscription: Subscription) -> None:
+        with self._lock:
+            follow = self._follows.get(subscription.key)
+            if follow is None:
+                return
+            rest = [s for s in follow[1] if s is not subscription]
+            if rest:
+                self._follows[subscription.key] = (follow[0], rest)
+            else:
+                del self._follows[subscription.key]
+
+    def _asked(self) -> dict[str, int]:
+        """Each followed stream and the position to read it from; under ``_lock``."""
+        return {key: position for key, (position, _) in self._follows.items()}
+
+    def _deliver(self, asked: dict[str, int], response: Any) -> list[Wakeup]:
+        """Hand the entries of an ``XREAD`` reply to their subscribers; their wake-ups."""
+        woken: list[Wakeup] = []
+        for key, items in response or ():
+            entries = [self._decode(entry_id, fields) for entry_id, fields in items]
+            last = seq(entries[-1].id)
+            with self._lock:
+                follow = self._follows.get(key)
+                if follow is None:
+                    continue
+                position, subscribers = follow
+                if position >= asked[key]:
+                    position = max(position, last)
+                # else: a reader joined behind us during the read; read again from its
+                # position next time (the others skip what they already have).
+                self._follows[key] = (position, subscribers)
+                self._present.add(key)
+            for subscription in subscribers:
+                wake = subscription.deliver(asked[key], entries)
+                if wake is not None:
+                    woken.append(wake)
+                if subscription.lagged:
+                    self.remove(subscription)
+        return woken
+
+    def _lost(self, outcomes: dict[str, str | None]) -> None:
+        """Fail the readers of streams that had a claim and lost it (their keys vanished)."""
+        failed: list[tuple[list[Subscription], str]] = []
+        with self._lock:
+            for key, lost in outcomes.items():
+                if lost is None:
+                    self._present.add(key)
+                elif key in self._present:
+                    self._present.discard(key)
+                    follow = self._follows.pop(key, None)
+                    if follow is not None:
+                        failed.append((follow[1], lost))
+            self._present &= self._follows.keys()
+        for subscribers, lost in failed:
+            for subscription in subscribers:
+                subscription.fail(LookupError(lost))
+
+    def _fail(self, follows: dict[str, tuple[int, list[Subscription]]], error: Exception) -> None:
+        """Redis failed under the reader: the subscribers of ``follows`` (taken from
+        ``_follows`` under the lock) end with an error naming it."""
+        failure = ConnectionError(
+            f"Redis at {self._describe} failed while following streams "
+            f"({type(error).__name__}: {error})"
+        )
+        for _, subscribers in follows.values():
+            for subscription in subscribers:
+                subscription.fail(failure)
+
+
+class Follower(Follows):
     """The reader thread of one hub, started on the first subscription."""
 
     def __init__(
@@ -120,32 +215,20 @@ class Follower:
         sweep_every: float = 1.0,
         cluster: bool = False,
     ) -> None:
+        super().__init__(decode, describe)
         self._cluster = cluster
         self._sweep = sweep
         self._sweep_every = sweep_every
         self._connect = connect
         self._control = control
-        self._decode = decode
-        self._describe = describe
-        self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self._follows: dict[str, tuple[int, list[Subscription]]] = {}
-        self._present: set[str] = set()
-        """Followed keys the sweep found claimed: should the claim vanish, the stream was lost."""
         self._client_id: int | None = None
         self._thread: threading.Thread | None = None
-        self._closed = False
 
     def add(self, subscription: Subscription) -> None:
         """Follow ``subscription.key`` from its position (re-reading is filtered per reader)."""
         with self._lock:
-            if self._closed:
-                raise RuntimeError("the hub is closed")
-            position, subscribers = self._follows.get(subscription.key, (None, []))
-            start = (
-                subscription.position if position is None else min(position, subscription.position)
-            )
-            self._follows[subscription.key] = (start, [*subscribers, subscription])
+            self._register(subscription)
             self._changed.notify()
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -157,17 +240,6 @@ class Follower:
             # On failure the thread still sees the new stream after its current wait.
             with contextlib.suppress(Exception):
                 self._control.client_unblock(client_id)
-
-    def remove(self, subscription: Subscription) -> None:
-        with self._lock:
-            follow = self._follows.get(subscription.key)
-            if follow is None:
-                return
-            rest = [s for s in follow[1] if s is not subscription]
-            if rest:
-                self._follows[subscription.key] = (follow[0], rest)
-            else:
-                del self._follows[subscription.key]
 
     def close(self) -> None:
         with self._lock:
@@ -190,30 +262,13 @@ class Follower:
         """
         pipeline = client.pipeline()
         for key, start in streams.items():
-            pipeline.xread({key: start}, count=_COUNT)
+            pipeline.xread({key: start}, count=COUNT)
         response = [item for reply in pipeline.execute() for item in reply or ()]
         if not response:
             with self._lock:
                 if not self._closed:
                     self._changed.wait(_POLL)
         return response
-
-    def _lost(self, outcomes: dict[str, str | None]) -> None:
-        """Fail the readers of streams that had a claim and lost it (their keys vanished)."""
-        failed: list[tuple[list[Subscription], str]] = []
-        with self._lock:
-            for key, lost in outcomes.items():
-                if lost is None:
-                    self._present.add(key)
-                elif key in self._present:
-                    self._present.discard(key)
-                    follow = self._follows.pop(key, None)
-                    if follow is not None:
-                        failed.append((follow[1], lost))
-            self._present &= self._follows.keys()
-        for subscribers, lost in failed:
-            for subscription in subscribers:
-                subscription.fail(LookupError(lost))
 
     def _loop(self) -> None:
         client = None
@@ -225,7 +280,7 @@ class Follower:
                         self._changed.wait()
                     if self._closed:
                         return
-                    asked = {key: position for key, (position, _) in self._follows.items()}
+                    asked = self._asked()
                 streams = {key: f"0-{position}" for key, position in asked.items()}
                 if client is None:
                     client = self._connect()
@@ -235,46 +290,19 @@ class Follower:
                 if self._cluster:
                     response = self._poll(client, streams)
                 else:
-                    response = client.xread(streams, count=_COUNT, block=BLOCK_MS)
+                    response = client.xread(streams, count=COUNT, block=BLOCK_MS)
                 if self._sweep is not None and time.monotonic() >= next_sweep:
                     # Streams whose writer was lost get their final entry now; this read
                     # loop then delivers it like any other.
                     self._lost(self._sweep(client, list(asked)))
                     next_sweep = time.monotonic() + self._sweep_every
-                woken: list[Wakeup] = []
-                for key, items in response or ():
-                    entries = [self._decode(entry_id, fields) for entry_id, fields in items]
-                    last = seq(entries[-1].id)
-                    with self._lock:
-                        follow = self._follows.get(key)
-                        if follow is None:
-                            continue
-                        position, subscribers = follow
-                        if position >= asked[key]:
-                            position = max(position, last)
-                        # else: a reader joined behind us during the read; read again from
-                        # its position next time (the others skip what they already have).
-                        self._follows[key] = (position, subscribers)
-                        self._present.add(key)
-                    for subscription in subscribers:
-                        wake = subscription.deliver(asked[key], entries)
-                        if wake is not None:
-                            woken.append(wake)
-                        if subscription.lagged:
-                            self.remove(subscription)
-                wake_all(woken)
+                wake_all(self._deliver(asked, response))
         except Exception as error:
-            failure = ConnectionError(
-                f"Redis at {self._describe} failed while following streams "
-                f"({type(error).__name__}: {error})"
-            )
             with self._lock:
                 follows, self._follows = self._follows, {}
                 self._thread = None
                 self._client_id = None
-            for _, subscribers in follows.values():
-                for subscription in subscribers:
-                    subscription.fail(failure)
+            self._fail(follows, error)
         finally:
             if client is not None:
                 client.close()

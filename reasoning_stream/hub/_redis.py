@@ -10,10 +10,12 @@ scripts) is in ``_redis_codec``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -27,6 +29,7 @@ from .._redis_keys import check_prefix, redacted_url
 from ._base import Hub, HubError, StreamExistsError, _Failure
 from ._entry import Entry
 from ._follow import BLOCK_MS, Follower
+from ._follow_loop import LoopFollower
 from ._redis_codec import (
     ABANDON,
     APPEND,
@@ -126,7 +129,12 @@ class RedisHub(Hub):
         self._writer: RedisWriter | None = None
         self._reader_thread: Follower | None = None
         self._writer_lock = threading.Lock()
-        self._reading = RedisReader(self, self._reader_client, self._follower, self._end_abandoned)
+        self._loop_followers: weakref.WeakKeyDictionary[Any, LoopFollower] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._reading = RedisReader(
+            self, self._reader_client, self._follower, self._end_abandoned, self._loop_follower
+        )
 
     @property
     def url_for_messages(self) -> str:
@@ -144,6 +152,16 @@ class RedisHub(Hub):
             "socket_timeout": (BLOCK_MS / 1000 + 5) if blocking else 5.0,
             "retry": Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
         }
+
+    def _async_dedicated(self) -> Any:
+        """An asyncio client on one connection of its own (a loop's reader task)."""
+        import redis.asyncio
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
+
+        options = self._options(blocking=True)
+        options["retry"] = Retry(ExponentialBackoff(cap=0.2, base=0.02), 2)
+        return redis.asyncio.Redis.from_url(self.url, single_connection_client=True, **options)
 
     def _dedicated(self, *, blocking: bool) -> Any:
         """A client on one connection of its own (a thread's: the reader's, the stop
@@ -167,6 +185,11 @@ class RedisHub(Hub):
             writer.close()
         if reader is not None:
             reader.close()
+        with self._writer_lock:
+            followers = list(self._loop_followers.values())
+            self._loop_followers.clear()
+        for follower in followers:
+            follower.close()
         self._client.close()
         self._reader_client.close()
 
@@ -344,6 +367,28 @@ class RedisHub(Hub):
         :class:`StreamNotFoundError`.
         """
         return self._reading.subscribe(stream_id, after, timeout)
+
+    def _loop_follower(self) -> LoopFollower | None:
+        """The reader task of the running asyncio loop (one Redis server); None on trio and
+        on a cluster, whose readers the reader thread follows."""
+        if self.cluster:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # trio
+            return None
+        with self._writer_lock:
+            follower = self._loop_followers.get(loop)
+            if follower is None:
+                follower = self._loop_followers[loop] = LoopFollower(
+                    self._async_dedicated,
+                    self._client,
+                    decode_entry,
+                    self.url_for_messages,
+                    sweep=lambda keys: self._sweep(self._client, keys),
+                    sweep_every=min(self.lease / 2, 1.0),
+                )
+            return follower
 
     def _follower(self) -> Follower:
         with self._writer_lock:

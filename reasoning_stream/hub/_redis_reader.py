@@ -17,6 +17,7 @@ import anyio.to_thread
 from ._base import HubError, InvalidEntryIdError, StreamExpiredError, StreamNotFoundError
 from ._entry import Entry
 from ._follow import Follower, Subscription
+from ._follow_loop import LoopFollower
 from ._redis_codec import HubSettings, check_entry_id, decode_entry, past, seq, stream_keys
 from ._wake import Wakeup
 
@@ -38,10 +39,12 @@ class RedisReader:
         client: Any,
         follower: Callable[[], Follower],
         end_abandoned: Callable[[list[str], Any], bool],
+        loop_follower: Callable[[], LoopFollower | None] = lambda: None,
     ) -> None:
         self._hub = hub
         self._client = client
         self._follower = follower
+        self._loop_follower = loop_follower
         self._end_abandoned = end_abandoned
 
     def check_after(self, stream_id: str, after: str, first: list[Any], last: list[Any]) -> None:
@@ -95,9 +98,18 @@ class RedisReader:
                 return
             position = seq(after)
         wakeup = Wakeup()
+        on_loop = self._loop_follower()  # asyncio: a task of this loop, else the thread
+        follower: Follower | LoopFollower = on_loop or self._follower()
+
+        async def join(subscription: Subscription) -> None:
+            subscription.wake = wakeup
+            if on_loop is not None:
+                await on_loop.add(subscription)
+            else:
+                await self._in_thread(self._follower().add, subscription)
+
         subscription = Subscription(key, position)
-        subscription.wake = wakeup
-        await self._in_thread(self._follower().add, subscription)
+        await join(subscription)
         deadline = None if timeout is None else anyio.current_time() + timeout
         found = after is not None
         fresh = after is None  # from the start: take what retention kept
@@ -106,10 +118,9 @@ class RedisReader:
                 if subscription.lagged:
                     # We fell too far behind and the reader thread dropped our buffer: follow
                     # again from where we are (re-read from Redis; trimmed entries fail below).
-                    self._follower().remove(subscription)
+                    follower.remove(subscription)
                     subscription = Subscription(key, subscription.position)
-                    subscription.wake = wakeup
-                    await self._in_thread(self._follower().add, subscription)
+                    await join(subscription)
                 while (taken := subscription.take()) is not None:
                     read_from, batch = taken
                     if read_from > subscription.position:
@@ -148,7 +159,7 @@ class RedisReader:
                     )
         finally:
             subscription.wake = None
-            self._follower().remove(subscription)
+            follower.remove(subscription)
 
     def _bounds(self, key: str) -> tuple[list[Any], list[Any]]:
         client = self._client

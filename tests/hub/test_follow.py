@@ -8,6 +8,7 @@ import time
 import uuid
 from typing import Any
 
+import pytest
 import redis
 
 from reasoning_stream import TextDelta
@@ -70,12 +71,13 @@ def test_a_reader_joining_behind_an_in_flight_read_gets_everything(redis_url: st
         hub.close()
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing(
-    redis_url: str,
+    redis_url: str, backend: str
 ) -> None:
     """A subscriber that pauses while a long run publishes, next to one that keeps up: the
-    reader thread never holds more than SUBSCRIBER_BUFFER entries for the slow one, and both
-    get every entry once, in order."""
+    reader (the loop's task on asyncio, the reader thread on trio) never holds more than
+    SUBSCRIBER_BUFFER entries for the slow one, and both get every entry once, in order."""
     import anyio
 
     hub = RedisHub(redis_url)
@@ -102,7 +104,11 @@ def test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing(
                 runner = threading.Thread(target=hub.run, args=(stream_id, pipe, "go"))
                 runner.start()
                 while runner.is_alive() or len(got["fast"]) < len(hub.read(stream_id)):
-                    follower = hub._reader_thread
+                    follower: Any = (
+                        hub._reader_thread
+                        if backend == "trio"
+                        else next(iter(hub._loop_followers.values()), None)
+                    )
                     assert follower is not None
                     with follower._lock:
                         subs = [s for _, ss in follower._follows.values() for s in ss]
@@ -112,7 +118,7 @@ def test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing(
                 resume.set()
 
     try:
-        anyio.run(main)
+        anyio.run(main, backend=backend)
         whole = [entry.id for entry in hub.read(stream_id)]
     finally:
         hub.close()
