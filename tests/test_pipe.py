@@ -352,6 +352,28 @@ def test_async_callback_in_sync_run_is_a_usage_error() -> None:
         pipe.run("p")
 
 
+@pytest.mark.parametrize("where", ["streaming", "event"])
+def test_a_refused_async_callback_leaves_this_runs_error_result(where: str) -> None:
+    """API section 4: whatever the ending, ``last_result`` is this run's result (status
+    ``"error"``) and the raised error carries it; never the previous run's."""
+
+    async def callback(item: object) -> None:
+        pass
+
+    pipe = ScriptedPipe([TextDelta("t")])
+    assert pipe.run("first").status == "completed"
+    if where == "streaming":
+        pipe.set_streaming_callback(callback)
+    else:
+        pipe.set_event_callback(callback)
+    with pytest.raises(UsageError, match="arun") as caught:
+        pipe.run("second")
+    assert pipe.last_result is not None
+    assert pipe.last_result.status == "error"
+    assert pipe.last_result.text == ""
+    assert caught.value.result is pipe.last_result
+
+
 def test_a_pipe_without_events_says_what_to_implement() -> None:
     with pytest.raises(UsageError, match="iter_events"):
         Pipe().run("p")
