@@ -235,14 +235,12 @@ class Pipe:
             if not delta:
                 return
         current = capture.current
-        opened = current is None
         if current is None:
             current = capture.open_segment()
         current.append(delta)
         channel = self._channel
         channel.reasoning(
             delta,
-            opened,
             self._callbacks,
             self._event_callbacks,
             self._stream_model_reasoning,

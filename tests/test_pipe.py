@@ -260,6 +260,25 @@ def test_typed_events_carry_their_source_and_obey_the_gate() -> None:
     assert events == [TextDelta("t"), Finish()]
 
 
+@pytest.mark.parametrize("first", [True, False])
+def test_the_gate_turned_mid_segment_keeps_events_framed_like_the_channel(first: bool) -> None:
+    """Typed events obey the same gate as the channel (API section 4): where the channel
+    opens a marker for reasoning that flows again, event callbacks get a ``ReasoningStart``,
+    and every ``ReasoningStart`` gets its ``ReasoningEnd``."""
+    chunks: list[str] = []
+    events: list[Event] = []
+    pipe = Pipe(stream_model_reasoning=first)
+    pipe.set_streaming_callback(chunks.append).set_event_callback(events.append)
+    pipe.emit_reasoning_chunk("a")
+    pipe.set_stream_model_reasoning(not first)
+    pipe.emit_reasoning_chunk("b")
+    pipe.emit_text("t")
+    pipe.emit_stream_end()
+    shown = "a" if first else "b"
+    assert chunks == [OPEN, shown, CLOSE, "t"]
+    assert events == [ReasoningStart(), ReasoningDelta(shown), ReasoningEnd(), TextDelta("t")]
+
+
 # --- exit paths -----------------------------------------------------------------------------
 
 
