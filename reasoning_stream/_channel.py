@@ -133,19 +133,23 @@ class Channel:
     def reasoning(
         self,
         delta: str,
-        opened: bool,
         audience: Targets,
         events: Targets,
         gate: bool,
         escape: bool,
         source: str,
     ) -> None:
-        """A reasoning delta (``opened``: it began a segment). Behind the gate, nothing goes out."""
+        """A reasoning delta. Behind the gate, nothing goes out.
+
+        The first delta through the gate opens the marker and the event sequence alike, also
+        inside a segment whose start was gated (the gate turned on mid-segment), so event
+        callbacks are framed exactly as the channel is.
+        """
         self.text_lane = None
         if not gate:
             self.reasoning_lane = None
             return
-        if opened:
+        if not self.reasoning_events_open:
             self.reasoning_events_open = True
             if events:
                 self.outbox.append((ReasoningStart(source=source), events))

@@ -235,14 +235,12 @@ class Pipe:
             if not delta:
                 return
         current = capture.current
-        opened = current is None
         if current is None:
             current = capture.open_segment()
         current.append(delta)
         channel = self._channel
         channel.reasoning(
             delta,
-            opened,
             self._callbacks,
             self._event_callbacks,
             self._stream_model_reasoning,
@@ -487,7 +485,6 @@ class Pipe:
 
     def _attempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
         """The first attempt and the retries it may earn (:mod:`._retry`)."""
-        check_sync_callbacks((*self._callbacks, *self._event_callbacks))
         return retried(self._retry, channel, lambda: self._attempt(channel, prompt), self._retrying)
 
     async def _aattempts(self, channel: Channel, prompt: Prompt) -> PipeResult:
@@ -504,6 +501,9 @@ class Pipe:
         # A retry starts from a fresh capture: no delta may take a lane opened before it.
         channel.close_lanes()
         try:
+            # Inside the attempt, so a refused async callback still leaves this run's result
+            # (status "error") on last_result and on the UsageError, as every ending does.
+            check_sync_callbacks((*self._callbacks, *self._event_callbacks))
             source = timed(self.iter_events(prompt), self._chunk_intervals)
             try:
                 pump(self, channel, source, dispatch(type(self), Pipe))

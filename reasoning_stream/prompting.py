@@ -39,6 +39,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
+from ._callbacks import CallbackErrorHandler
 from ._effort import ReasoningWarning
 from ._events import Event, TextDelta
 from ._exceptions import ProviderError, UsageError
@@ -226,20 +227,35 @@ class StrategyPipe(Pipe):
 
     The strategy pipe takes the wrapped pipe's name (events carry it as ``source``), its
     provider, model and endpoint (passback and stored turns are scoped to them), and its
-    escaping, gate and error-handler settings; set callbacks and retries on the strategy pipe.
-    Other attributes (``reasoning_plan()``, ``close()``, ...) are the wrapped pipe's.
+    escaping, gate and error-handler settings, unless ``name=``, ``escape_markers=``,
+    ``on_callback_error=`` or ``stream_model_reasoning=`` say otherwise (the keywords every
+    pipe takes); set callbacks and retries on the strategy pipe. Other attributes
+    (``reasoning_plan()``, ``close()``, ...) are the wrapped pipe's.
     """
 
-    def __init__(self, pipe: Pipe, strategy: PromptStrategy, *, name: str | None = None) -> None:
+    def __init__(
+        self,
+        pipe: Pipe,
+        strategy: PromptStrategy,
+        *,
+        name: str | None = None,
+        escape_markers: bool | None = None,
+        on_callback_error: CallbackErrorHandler | None = None,
+        stream_model_reasoning: bool | None = None,
+    ) -> None:
         if not isinstance(pipe, Pipe):
             raise UsageError(f"a strategy applies to a Pipe, got {type(pipe).__name__}")
         if not isinstance(strategy, PromptStrategy):
             raise UsageError(f"strategy must be a PromptStrategy, got {type(strategy).__name__}")
         super().__init__(
             name=name if name is not None else pipe.name,
-            escape_markers=pipe.escape_markers,
-            on_callback_error=pipe.on_callback_error,
-            stream_model_reasoning=pipe.stream_model_reasoning,
+            escape_markers=pipe.escape_markers if escape_markers is None else escape_markers,
+            on_callback_error=on_callback_error or pipe.on_callback_error,
+            stream_model_reasoning=(
+                pipe.stream_model_reasoning
+                if stream_model_reasoning is None
+                else stream_model_reasoning
+            ),
         )
         self.pipe = pipe
         self.strategy = strategy

@@ -83,7 +83,10 @@ def test_misuse_before_the_run_reports_no_stale_result(recorder: Recorder) -> No
     pipe.set_streaming_callback(cb)
     with pytest.raises(UsageError):
         pipe.run("second")
-    assert recorder.log[-1][2] == (None, "UsageError")
+    result, error = recorder.log[-1][2]
+    # This run's own result (status "error", API section 4), never the first run's.
+    assert error == "UsageError"
+    assert result is pipe.last_result and result.status == "error" and result.text == ""
 
 
 def test_a_raising_observer_never_breaks_the_run() -> None:

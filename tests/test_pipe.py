@@ -260,6 +260,25 @@ def test_typed_events_carry_their_source_and_obey_the_gate() -> None:
     assert events == [TextDelta("t"), Finish()]
 
 
+@pytest.mark.parametrize("first", [True, False])
+def test_the_gate_turned_mid_segment_keeps_events_framed_like_the_channel(first: bool) -> None:
+    """Typed events obey the same gate as the channel (API section 4): where the channel
+    opens a marker for reasoning that flows again, event callbacks get a ``ReasoningStart``,
+    and every ``ReasoningStart`` gets its ``ReasoningEnd``."""
+    chunks: list[str] = []
+    events: list[Event] = []
+    pipe = Pipe(stream_model_reasoning=first)
+    pipe.set_streaming_callback(chunks.append).set_event_callback(events.append)
+    pipe.emit_reasoning_chunk("a")
+    pipe.set_stream_model_reasoning(not first)
+    pipe.emit_reasoning_chunk("b")
+    pipe.emit_text("t")
+    pipe.emit_stream_end()
+    shown = "a" if first else "b"
+    assert chunks == [OPEN, shown, CLOSE, "t"]
+    assert events == [ReasoningStart(), ReasoningDelta(shown), ReasoningEnd(), TextDelta("t")]
+
+
 # --- exit paths -----------------------------------------------------------------------------
 
 
@@ -350,6 +369,28 @@ def test_async_callback_in_sync_run_is_a_usage_error() -> None:
     pipe = ScriptedPipe([TextDelta("t")]).set_streaming_callback(callback)
     with pytest.raises(UsageError, match="arun"):
         pipe.run("p")
+
+
+@pytest.mark.parametrize("where", ["streaming", "event"])
+def test_a_refused_async_callback_leaves_this_runs_error_result(where: str) -> None:
+    """API section 4: whatever the ending, ``last_result`` is this run's result (status
+    ``"error"``) and the raised error carries it; never the previous run's."""
+
+    async def callback(item: object) -> None:
+        pass
+
+    pipe = ScriptedPipe([TextDelta("t")])
+    assert pipe.run("first").status == "completed"
+    if where == "streaming":
+        pipe.set_streaming_callback(callback)
+    else:
+        pipe.set_event_callback(callback)
+    with pytest.raises(UsageError, match="arun") as caught:
+        pipe.run("second")
+    assert pipe.last_result is not None
+    assert pipe.last_result.status == "error"
+    assert pipe.last_result.text == ""
+    assert caught.value.result is pipe.last_result
 
 
 def test_a_pipe_without_events_says_what_to_implement() -> None:

@@ -369,6 +369,26 @@ def test_the_wrapped_pipes_attributes_show_through() -> None:
     assert json.loads(json.dumps(ChainOfDraft().instruction()))
 
 
+def test_a_strategy_pipe_takes_the_keywords_every_pipe_takes() -> None:
+    """API section 4: every pipe takes ``name=``, ``escape_markers=`` and
+    ``on_callback_error=``; unset, a strategy pipe keeps the wrapped pipe's settings."""
+
+    def handler(error: Exception, chunk: object) -> None:
+        pass
+
+    inner = ScriptedPipe([TextDelta("<think>a <\\think> c</think>b")], name="inner")
+    kept = StrategyPipe(inner, ChainOfDraft())
+    assert (kept.name, kept.escape_markers, kept.on_callback_error) == ("inner", True, None)
+    pipe = StrategyPipe(
+        inner, ChainOfDraft(), name="outer", escape_markers=False, on_callback_error=handler
+    )
+    assert (pipe.name, pipe.escape_markers, pipe.on_callback_error) == ("outer", False, handler)
+    chunks: list[str] = []
+    result = pipe.set_streaming_callback(chunks.append).run("?")
+    assert result.model_reasoning == "a <think> c"
+    assert "".join(chunks) == "<think>a <think> c</think>b"  # escape_markers=False
+
+
 def test_the_chain_of_draft_benchmark_runs_against_an_openai_style_server(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
