@@ -259,3 +259,34 @@ def test_provider_pipes_show_their_constructors_signature() -> None:
         parameters = inspect.signature(getattr(providers, name)).parameters
         assert next(iter(parameters)) == "model", name
         assert "args" not in parameters, name
+
+
+def test_provider_pipe_signatures_show_every_documented_keyword_and_default() -> None:
+    """API 6, 10, 12, 13: every provider pipe takes ``client``, ``base_url``, ``api_key``,
+    ``stream=True``, ``reasoning_display=None``, ``tools``, ``tool_choice``, ``name``,
+    ``escape_markers=True`` and ``on_callback_error``: ``inspect.signature`` shows them with
+    their defaults, not a bare ``**options``."""
+    import inspect
+
+    from reasoning_stream import providers
+
+    expected = {
+        "client": None,
+        "base_url": None,
+        "api_key": None,
+        "stream": True,
+        "reasoning_display": None,
+        "tools": None,
+        "tool_choice": None,
+        "name": None,
+        "escape_markers": True,
+        "on_callback_error": None,
+        "extra_body": None,
+    }
+    for name in providers.__all__:
+        parameters = inspect.signature(getattr(providers, name)).parameters
+        assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()), name
+        for keyword, default in expected.items():
+            assert keyword in parameters, (name, keyword)
+            assert parameters[keyword].default == default, (name, keyword)
+            assert parameters[keyword].kind is inspect.Parameter.KEYWORD_ONLY, (name, keyword)

@@ -101,9 +101,24 @@ class _Validated(type):
         # ``(*args, **kwargs)``: IDEs, docs and introspecting frameworks get ``__init__``'s.
         import inspect
 
-        init = getattr(cls, "__init__")  # noqa: B009 - mypy refuses cls.__init__ here
-        parameters = list(inspect.signature(init).parameters.values())[1:]
-        return inspect.Signature(parameters)
+        # A layer that passes ``**options`` on shows the keywords of the layer below it
+        # instead, with their defaults (``stream=True``, ...), so the signature is complete.
+        parameters: dict[str, inspect.Parameter] = {}
+        rest: inspect.Parameter | None = None
+        for layer in cls.__mro__:
+            init = vars(layer).get("__init__")
+            if init is None:
+                continue
+            rest = None
+            for parameter in list(inspect.signature(init).parameters.values())[1:]:
+                if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                    rest = parameter
+                elif parameter.name not in parameters:
+                    parameters[parameter.name] = parameter
+            if rest is None or layer is ProviderPipe:
+                break
+        ordered = sorted(parameters.values(), key=lambda parameter: parameter.kind)
+        return inspect.Signature([*ordered, *([rest] if rest is not None else [])])
 
 
 class ProviderPipe(Driver, metaclass=_Validated):
