@@ -131,6 +131,17 @@ class ModelProfile:
     pattern: str | None = None
     known: bool = False
 
+    @property
+    def thinks_unasked(self) -> bool:
+        """Whether the model reasons when the request does not ask it to: its ``thinking`` is
+        ``default_on`` or ``always`` (read by ``prompting.native_thinking`` and the Responses
+        preflight).
+
+        >>> ModelProfile(thinking="default_on").thinks_unasked
+        True
+        """
+        return self.thinking in ("default_on", "always")
+
     def reads(self, model: str, provider: str = "") -> bool:
         """Whether this model accepts opaque state ``model`` made, beyond its own: a
         ``reads_from`` pattern matches it (compared as the catalogue compares ids, Bedrock
