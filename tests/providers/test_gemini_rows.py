@@ -20,7 +20,7 @@ import pytest
 from reasoning_stream import profiles
 from reasoning_stream.profiles import Inline
 from reasoning_stream.providers import GeminiPipe, OpenAIChatPipe, OpenRouterPipe
-from reasoning_stream.testing import WireServer
+from reasoning_stream.testing import Transcript, WireServer
 
 KEY = "test-key"
 COMPAT_DOC = "https://ai.google.dev/gemini-api/docs/openai#thinking"
@@ -57,7 +57,7 @@ def test_only_the_compatible_endpoints_row_names_the_thought_tag(model: str) -> 
     compatible = profiles.lookup("openai-chat", model)
     native = profiles.lookup("gemini", model)
     gateway = profiles.lookup("openrouter", f"google/{model}")
-    assert compatible.inline == Inline(("thought",), opens_inside=False)
+    assert compatible.inline == Inline(("thought",), opens_inside=False, at_start=True)
     assert native.inline == Inline() and gateway.inline == Inline()
     # The rows differ in how thinking comes back, and in nothing else.
     assert _same_but_inline(compatible, native) and _same_but_inline(native, gateway)
@@ -70,9 +70,31 @@ def test_models_that_cannot_think_write_no_thought_tag() -> None:
         assert profiles.lookup("openai-chat", model).inline == Inline()
 
 
-def _compatible_run(model: str) -> tuple[str, str]:
+def _answer(contents: list[str]) -> Transcript:
+    """A compatible-endpoint stream whose content deltas are ``contents``."""
+    events: list[dict[str, object]] = [
+        {
+            "data": {
+                "id": "gemini-compat",
+                "object": "chat.completion.chunk",
+                "created": 1764590000,
+                "model": "gemini-2.5-flash",
+                "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+            }
+        }
+        for text in contents
+    ]
+    events.append({"data": "[DONE]"})
+    return Transcript.from_dict(
+        {"path": "/v1beta/openai/chat/completions", "format": "sse", "events": events}
+    )
+
+
+def _compatible_run(
+    model: str, transcript: str | Transcript = "openai_chat_gemini_thought_answer"
+) -> tuple[str, str]:
     with (
-        WireServer("openai_chat_gemini_thought_answer") as server,
+        WireServer(transcript) as server,
         openai.OpenAI(base_url=server.url + "/v1beta/openai", api_key=KEY, max_retries=0) as client,
     ):
         result = OpenAIChatPipe(model, client=client).run("Weather in Paris?")
@@ -86,6 +108,16 @@ def test_the_catalogue_row_reads_thought_tags_through_the_sdk() -> None:
     )
 
 
+def test_a_thought_tag_later_in_the_answer_is_answer() -> None:
+    """The thought summary comes only at the start of ``content`` (``inline.at_start``): tags
+    are read in an answer that opens with one, and an answer that opens with text and quotes
+    ``<thought>`` later keeps every byte."""
+    quoted = ["Gemini marks summaries with <thou", "ght>...</thought> tags", " in content."]
+    assert _compatible_run("gemini-2.5-flash", _answer(quoted)) == ("", "".join(quoted))
+    tagged = ["  <thought>plan", "</thought>Done."]
+    assert _compatible_run("gemini-2.5-flash", _answer(tagged)) == ("plan", "  Done.")
+
+
 def test_a_registered_model_that_writes_thought_tags_is_obeyed() -> None:
     """A model id with no ``gemini-`` in it (a deployment alias, a proxy's name) whose row
     names the ``thought`` tag streams the tagged text as reasoning."""
@@ -94,6 +126,13 @@ def test_a_registered_model_that_writes_thought_tags_is_obeyed() -> None:
         "**Answering**\nThe tool said 18 °C.",
         "It is 18 °C in Paris.",
     )
+    # Without at_start, a tag anywhere is read; with it, only an answer that opens with one.
+    quoted = _answer(["See <thought>", "x</thought> here."])
+    assert _compatible_run("house-flash", quoted) == ("x", "See  here.")
+    profiles.register(
+        "openai-chat", "house-flash", base="gpt-4o", inline={"tags": ["thought"], "at_start": True}
+    )
+    assert _compatible_run("house-flash", quoted) == ("", "See <thought>x</thought> here.")
 
 
 def test_a_registered_gemini_id_without_the_tag_is_obeyed() -> None:
