@@ -137,8 +137,14 @@ def cpu_table(redis_url: str, rounds: int) -> None:
 # ------------------------------------------------------------------------ fan-out over Redis
 
 
-def stream_script(n: int, interval: float = CHUNK_INTERVAL) -> list[Any]:
-    items: list[Any] = []
+def stream_script(n: int, interval: float = CHUNK_INTERVAL, locked: bool = False) -> list[Any]:
+    """Stream ``n``: 100 chunks, one every ``interval`` seconds.
+
+    Streams of different users are not in step: each starts at its own phase within the
+    first interval (fixed per ``n``, so runs compare). ``locked``: every stream emits in the
+    same tick, the worst case for a writer and its readers (a burst of 100 chunks at once).
+    """
+    items: list[Any] = [] if locked else [interval * ((n * 0.618034) % 1.0)]
     for k in range(CHUNKS_PER_STREAM):
         items.append(interval)
         event = ReasoningDelta if k < CHUNKS_PER_STREAM // 2 else TextDelta
@@ -170,7 +176,7 @@ async def read_streams(redis_url: str, stream_ids: list[str], out: str) -> None:
 
 
 async def publish(
-    hub: Hub, stream_ids: list[str], interval: float = CHUNK_INTERVAL
+    hub: Hub, stream_ids: list[str], interval: float = CHUNK_INTERVAL, locked: bool = False
 ) -> dict[str, tuple[list[str], list[float]]]:
     published: dict[str, tuple[list[str], list[float]]] = {}
 
@@ -182,7 +188,7 @@ async def publish(
             chunks.append(chunk)
             times.append(time.time())
 
-        pipe = ScriptedPipe(stream_script(n, interval)).set_streaming_callback(record)
+        pipe = ScriptedPipe(stream_script(n, interval, locked)).set_streaming_callback(record)
         await hub.arun(stream_id, pipe, "go")
         published[stream_id] = (chunks, times)
 
@@ -226,7 +232,7 @@ def check(
     }
 
 
-def fan_out_redis(redis_url: str) -> dict[str, Any]:
+def fan_out_redis(redis_url: str, locked: bool = False) -> dict[str, Any]:
     stream_ids = [f"bench-{uuid.uuid4().hex}" for _ in range(STREAMS)]
     subscriptions = [sid for sid in stream_ids for _ in range(READERS_PER_STREAM)]
     shares = [subscriptions[i::READER_PROCESSES] for i in range(READER_PROCESSES)]
@@ -245,7 +251,7 @@ def fan_out_redis(redis_url: str) -> dict[str, Any]:
         assert process.stdout.readline().strip() == "ready"
     time.sleep(2.0)  # every subscriber is waiting on its stream
     hub = RedisHub(redis_url)
-    published = anyio.run(publish, hub, stream_ids)
+    published = anyio.run(publish, hub, stream_ids, CHUNK_INTERVAL, locked)
     hub.close()
     readers: list[dict[str, Any]] = []
     for process, out in processes:
@@ -255,7 +261,7 @@ def fan_out_redis(redis_url: str) -> dict[str, Any]:
     return check(stream_ids, published, readers)
 
 
-def fan_out_memory() -> dict[str, Any]:
+def fan_out_memory(locked: bool = False) -> dict[str, Any]:
     hub = MemoryHub()
     stream_ids = [f"bench-{uuid.uuid4().hex}" for _ in range(STREAMS)]
     readers: list[dict[str, Any]] = []
@@ -275,7 +281,7 @@ def fan_out_memory() -> dict[str, Any]:
                 for _ in range(READERS_PER_STREAM):
                     group.start_soon(reader, stream_id)
             await anyio.sleep(0.1)
-            return await publish(hub, stream_ids)
+            return await publish(hub, stream_ids, CHUNK_INTERVAL, locked)
 
     published = anyio.run(main)
     return check(stream_ids, published, readers)
@@ -316,19 +322,28 @@ def main(argv: list[str]) -> None:
             return
         print(
             f"Fan-out: {STREAMS} concurrent streams x {CHUNKS_PER_STREAM} chunks, "
-            f"{READERS_PER_STREAM} readers each"
+            f"{READERS_PER_STREAM} readers each (streams in step: every stream emits in the "
+            "same tick; otherwise each at its own phase)"
         )
-        print("| hub | readers | bytes lost or repeated | cross-talk | p50 added latency | p99 |")
-        print("|---|---|---|---|---|---|")
-        for label, figures in (
-            (f"RedisHub, readers in {READER_PROCESSES} other processes", fan_out_redis(server.url)),
-            ("MemoryHub, readers in-process", fan_out_memory()),
-        ):
-            print(
-                f"| {label} | {figures['readers']} | {figures['lost_or_repeated_bytes']} | "
-                f"{figures['cross_talk_chunks']} | {figures['p50_ms']:.2f} ms | "
-                f"{figures['p99_ms']:.2f} ms |"
-            )
+        print(
+            "| hub | streams | readers | bytes lost or repeated | cross-talk | "
+            "p50 added latency | p99 |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for locked in (False, True):
+            phase = "in step" if locked else "own phase"
+            for label, figures in (
+                (
+                    f"RedisHub, readers in {READER_PROCESSES} other processes",
+                    fan_out_redis(server.url, locked),
+                ),
+                ("MemoryHub, readers in-process", fan_out_memory(locked)),
+            ):
+                print(
+                    f"| {label} | {phase} | {figures['readers']} | "
+                    f"{figures['lost_or_repeated_bytes']} | {figures['cross_talk_chunks']} | "
+                    f"{figures['p50_ms']:.2f} ms | {figures['p99_ms']:.2f} ms |"
+                )
         if not options.fan_out_only:
             sse_table(server.url, options)
         print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")

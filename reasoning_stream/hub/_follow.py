@@ -24,6 +24,7 @@ from typing import Any
 
 from ._entry import Entry
 from ._redis_codec import seq
+from ._wake import Wakeup, wake_all
 
 __all__ = ["BLOCK_MS", "Follower", "Subscription"]
 
@@ -68,7 +69,8 @@ class Subscription:
         """Entries taken from it (written by the subscriber's task only, via :meth:`take`)."""
         self.lagged = False
         self.error: BaseException | None = None
-        self.wake: Callable[[], None] | None = None
+        self.wake: Wakeup | None = None
+        """The subscriber's wake-up, once it waits (set by its task)."""
 
     def take(self) -> tuple[int, list[Entry]] | None:
         """The oldest batch, or None when the buffer is empty (the subscriber's task only)."""
@@ -79,14 +81,15 @@ class Subscription:
         self.taken += len(batch[1])
         return batch
 
-    def deliver(self, read_from: int, entries: list[Entry]) -> None:
+    def deliver(self, read_from: int, entries: list[Entry]) -> Wakeup | None:
         """Called by the reader thread: ``entries`` follow entry ``read_from`` in the stream.
 
         The buffer is a deque of batches, and each count has one writer, so this is
-        thread-safe without a lock.
+        thread-safe without a lock. Returns the subscriber's wake-up for the caller to fire
+        (with every other subscriber's of the same read: one call into each event loop).
         """
         if self.lagged:
-            return
+            return None
         waiting = self.delivered - self.taken
         if waiting and waiting + len(entries) > self.limit:
             self.lagged = True
@@ -94,15 +97,13 @@ class Subscription:
         else:
             self.delivered += len(entries)
             self.buffer.append((read_from, entries))
-        wake = self.wake
-        if wake is not None:
-            wake()
+        return self.wake
 
     def fail(self, error: BaseException) -> None:
         self.error = error
         wake = self.wake
         if wake is not None:
-            wake()
+            wake.set()
 
 
 class Follower:
@@ -240,6 +241,7 @@ class Follower:
                     # loop then delivers it like any other.
                     self._lost(self._sweep(client, list(asked)))
                     next_sweep = time.monotonic() + self._sweep_every
+                woken: list[Wakeup] = []
                 for key, items in response or ():
                     entries = [self._decode(entry_id, fields) for entry_id, fields in items]
                     last = seq(entries[-1].id)
@@ -255,9 +257,12 @@ class Follower:
                         self._follows[key] = (position, subscribers)
                         self._present.add(key)
                     for subscription in subscribers:
-                        subscription.deliver(asked[key], entries)
+                        wake = subscription.deliver(asked[key], entries)
+                        if wake is not None:
+                            woken.append(wake)
                         if subscription.lagged:
                             self.remove(subscription)
+                wake_all(woken)
         except Exception as error:
             failure = ConnectionError(
                 f"Redis at {self._describe} failed while following streams "

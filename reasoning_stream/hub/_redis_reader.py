@@ -94,7 +94,9 @@ class RedisReader:
             if last[0][0] == after and "s" in last[0][1]:
                 return
             position = seq(after)
+        wakeup = Wakeup()
         subscription = Subscription(key, position)
+        subscription.wake = wakeup
         await self._in_thread(self._follower().add, subscription)
         deadline = None if timeout is None else anyio.current_time() + timeout
         found = after is not None
@@ -106,6 +108,7 @@ class RedisReader:
                     # again from where we are (re-read from Redis; trimmed entries fail below).
                     self._follower().remove(subscription)
                     subscription = Subscription(key, subscription.position)
+                    subscription.wake = wakeup
                     await self._in_thread(self._follower().add, subscription)
                 while (taken := subscription.take()) is not None:
                     read_from, batch = taken
@@ -128,8 +131,7 @@ class RedisReader:
                             return
                 if subscription.error is not None:
                     raise HubError(str(subscription.error)) from subscription.error
-                wakeup = Wakeup()
-                subscription.wake = wakeup.set
+                wakeup.arm()
                 if subscription.buffer or subscription.error is not None or subscription.lagged:
                     continue
                 if found or deadline is None:
