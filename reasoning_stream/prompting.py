@@ -26,9 +26,11 @@ that read inline tags themselves (``OpenAIChatPipe``, ``OllamaPipe`` with their 
 does. Its results are :class:`StrategyResult` objects: a ``PipeResult`` plus the drafted steps.
 
 A model that thinks natively (a pipe asked for ``reasoning=``, a model that starts inside
-reasoning, or a known reasoning model id such as DeepSeek-R1, QwQ, o3, gpt-5, Gemini 2.5 or
-Qwen3) gets a :class:`~reasoning_stream.ReasoningWarning` and nothing changes: the prompt goes
-as it is. ``force=True`` applies the strategy anyway.
+reasoning, or one whose profile row says it thinks unasked: ``thinking`` ``default_on`` or
+``always``, such as DeepSeek-R1, QwQ, o3, gpt-5, Gemini 2.5 Flash or Qwen3) gets a
+:class:`~reasoning_stream.ReasoningWarning` and nothing changes: the prompt goes as it is.
+``force=True`` applies the strategy anyway; ``profiles.register`` decides for a model the
+catalogue does not know.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from ._pipe import Pipe, PipeResult, Prompt
 from ._sources import close_source
 from ._stream import ReasoningStream
 from .conversation import Conversation
+from .profiles import ModelProfile, lookup
 
 __all__ = [
     "ChainOfDraft",
@@ -103,24 +106,22 @@ def _words(step: str) -> int:
 
 # ---------------------------------------------------------------------- native thinking
 
-_REASONING_TOKENS = frozenset(
-    {"r1", "qwq", "reasoner", "reasoning", "thinking", "think", "o1", "o3", "o4", "magistral"}
-)
-
 
 def native_thinking(pipe: object) -> str | None:
     """Why ``pipe``'s model thinks natively, or ``None`` when nothing says it does.
 
     Looked at, in order: the pipe's ``reasoning`` knob (anything but ``None``/``False``), its
-    ``start_in_reasoning`` flag, then its model id (DeepSeek-R1 and reasoner, QwQ, o1/o3/o4,
-    gpt-5, gpt-oss, Magistral, ``*-thinking``, Gemini 2.5 and later, Qwen3 but its
-    ``instruct`` builds).
+    ``start_in_reasoning`` flag, then the model's profile (:mod:`reasoning_stream.profiles`:
+    the pipe's ``profile``, else ``profiles.lookup(pipe.provider, pipe.model)``): a model whose
+    ``thinking`` is ``default_on`` or ``always`` thinks unasked, and so does one whose chat
+    template opens inside reasoning. The model id itself is never guessed from: a model no row
+    describes does not think natively here (``profiles.register`` describes it).
 
     >>> from types import SimpleNamespace
-    >>> native_thinking(SimpleNamespace(model="gemma-3-270m-it")) is None
+    >>> native_thinking(SimpleNamespace(provider="openai-chat", model="gemma-3-270m-it")) is None
     True
-    >>> native_thinking(SimpleNamespace(model="deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"))
-    "model 'deepseek-ai/DeepSeek-R1-Distill-Qwen-7B' reasons natively"
+    >>> native_thinking(SimpleNamespace(provider="openai-chat", model="o3-mini"))
+    "model 'o3-mini' thinks natively: its profile (o3*) says thinking='always'"
     """
     reasoning = getattr(pipe, "reasoning", None)
     if reasoning is not None and reasoning is not False:
@@ -128,19 +129,32 @@ def native_thinking(pipe: object) -> str | None:
     if getattr(pipe, "start_in_reasoning", False) is True:
         return "the model starts inside reasoning (start_in_reasoning=True)"
     model = getattr(pipe, "model", None)
-    if not isinstance(model, str) or not model:
+    profile = _profile_of(pipe, model)
+    if profile is None or not profile.known:
         return None
-    lowered = model.lower()
-    tokens = set(re.split(r"[/:_.\-\s]+", lowered))
-    if (
-        tokens & _REASONING_TOKENS
-        or lowered.startswith(("gpt-5", "openai/gpt-5"))
-        or "gpt-oss" in lowered
-        or re.search(r"gemini-(2\.5|[3-9])", lowered)
-        or ("qwen3" in lowered and "instruct" not in lowered)
-    ):
-        return f"model {model!r} reasons natively"
+    if profile.thinks_unasked:
+        return (
+            f"model {model!r} thinks natively: its profile ({profile.pattern}) says "
+            f"thinking={profile.thinking!r}"
+        )
+    if profile.inline.opens_inside:
+        return (
+            f"model {model!r} thinks natively: its profile ({profile.pattern}) says its chat "
+            "template opens inside reasoning"
+        )
     return None
+
+
+def _profile_of(pipe: object, model: object) -> ModelProfile | None:
+    """The pipe's profile (provider pipes have one), else the catalogue's answer for its
+    provider and model; ``None`` when the pipe names neither."""
+    profile = getattr(pipe, "profile", None)
+    if isinstance(profile, ModelProfile):
+        return profile
+    provider = getattr(pipe, "provider", None)
+    if not (isinstance(provider, str) and provider and isinstance(model, str) and model):
+        return None
+    return lookup(provider, model, warn=False)
 
 
 # ---------------------------------------------------------------------------- strategies

@@ -21,6 +21,7 @@ from reasoning_stream import (
     ReasoningWarning,
     TextDelta,
     UsageError,
+    profiles,
 )
 from reasoning_stream.prompting import (
     ChainOfDraft,
@@ -30,7 +31,13 @@ from reasoning_stream.prompting import (
     draft_steps,
     native_thinking,
 )
-from reasoning_stream.providers import AnthropicPipe, OpenAIChatPipe
+from reasoning_stream.providers import (
+    AnthropicPipe,
+    GeminiPipe,
+    OllamaPipe,
+    OpenAIChatPipe,
+    OpenRouterPipe,
+)
 from reasoning_stream.testing import ScriptedPipe, Transcript, WireServer
 from reasoning_stream.testing.hypothesis_strategies import chunkings, tag_text
 from tests.helpers import examples
@@ -327,27 +334,83 @@ def test_draft_steps_and_word_counts() -> None:
     assert draft_steps("- 3 - 1 = 2") == ("3 - 1 = 2",)
 
 
+def provider_pipe(provider: str, model: str, base_url: str | None = None) -> Any:
+    """A provider pipe that is never run: what native_thinking reads is its profile."""
+    classes: dict[str, Any] = {
+        "anthropic": AnthropicPipe,
+        "gemini": GeminiPipe,
+        "ollama": OllamaPipe,
+        "openai-chat": OpenAIChatPipe,
+        "openrouter": OpenRouterPipe,
+    }
+    options: dict[str, Any] = {"base_url": base_url} if base_url else {}
+    return classes[provider](model, api_key="test-key", **options)
+
+
 @pytest.mark.parametrize(
-    ("model", "native"),
+    ("provider", "model", "base_url", "native"),
     [
-        ("gemma-3-270m-it", False),
-        ("llama-3.1-8b-instruct", False),
-        ("gpt-4o-mini", False),
-        ("claude-sonnet-4-6", False),
-        ("Qwen/Qwen3-8B", True),
-        ("qwen3-30b-a3b-instruct-2507", False),
-        ("deepseek-r1:7b", True),
-        ("o3-mini", True),
-        ("gpt-5-mini", True),
-        ("openai/gpt-oss-20b", True),
-        ("gemini-2.5-flash", True),
-        ("gemini-2.0-flash", False),
-        ("QwQ-32B", True),
-        ("kimi-k2-thinking", True),
+        ("openai-chat", "gemma-3-270m-it", None, False),
+        ("openai-chat", "llama-3.1-8b-instruct", None, False),  # no row: nothing says so
+        ("openai-chat", "gpt-4o-mini", None, False),
+        ("anthropic", "claude-sonnet-4-6", None, False),  # optional: off unless asked
+        ("openai-chat", "Qwen/Qwen3-8B", None, True),
+        ("openai-chat", "qwen3-30b-a3b-instruct-2507", None, False),
+        ("ollama", "deepseek-r1:7b", None, True),
+        ("openai-chat", "o3-mini", None, True),
+        ("openai-chat", "gpt-5-mini", None, True),
+        ("openrouter", "openai/gpt-oss-20b", None, True),
+        ("gemini", "gemini-2.5-flash", None, True),  # thinks by default (thinking-mode doc)
+        ("gemini", "gemini-2.0-flash", None, False),
+        ("openai-chat", "QwQ-32B", None, True),
+        ("openai-chat", "kimi-k2-thinking", None, True),
+        # Where the profile and the old id heuristics disagree, the profile decides.
+        ("anthropic", "claude-opus-5", None, True),  # thinks by default
+        ("openai-chat", "deepseek-chat", None, True),  # thinks by default
+        ("openai-chat", "kimi-k2.5", None, True),
+        ("openai-chat", "grok-4", "https://api.x.ai/v1", True),
+        ("openai-chat", "gpt-5.1", None, False),  # none is its default effort
+        ("gemini", "gemini-2.5-flash-lite", None, False),  # does not think unless asked
     ],
 )
-def test_native_thinking_by_model_id(model: str, native: bool) -> None:
-    assert (native_thinking(ScriptedPipe([], model=model)) is not None) is native
+def test_native_thinking_reads_the_models_profile(
+    provider: str, model: str, base_url: str | None, native: bool
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", profiles.UnknownModelWarning)
+        pipe = provider_pipe(provider, model, base_url)
+    assert (native_thinking(pipe) is not None) is native
+    assert ChainOfDraft().apply(pipe).applied is not native
+
+
+def test_a_pipe_without_a_provider_profile_is_not_guessed_from_its_id() -> None:
+    for model in ("deepseek-r1", "o3", "my-thinking-model"):
+        assert native_thinking(ScriptedPipe([], model=model)) is None
+
+
+def test_a_registered_profile_decides_native_thinking(openai_server: WireServer) -> None:
+    """``profiles.register`` is obeyed both ways: a ``*-reasoner`` id registered as never
+    thinking gets the strategy; a plain id registered as always thinking does not."""
+    profiles.register("openai-chat", "house-reasoner-*", base="gpt-4o")
+    profiles.register("openai-chat", "house-chat-*", base="gpt-4o", thinking="always")
+    try:
+        plain = openai_pipe(openai_server, "house-reasoner-1")
+        assert native_thinking(plain) is None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            result = ChainOfDraft().apply(plain).run("?")
+        assert result.strategy == "chain-of-draft"
+        assert sent_messages(openai_server)[0]["role"] == "system"
+
+        thinker = openai_pipe(openai_server, "house-chat-1")
+        assert "thinking='always'" in (native_thinking(thinker) or "")
+        with pytest.warns(ReasoningWarning, match="not applied"):
+            result = ChainOfDraft().apply(thinker).run("plain question")
+        assert result.strategy is None
+        assert sent_messages(openai_server) == [{"role": "user", "content": "plain question"}]
+    finally:
+        profiles.unregister("openai-chat", "house-reasoner-*")
+        profiles.unregister("openai-chat", "house-chat-*")
 
 
 def test_misuse_is_a_usage_error() -> None:

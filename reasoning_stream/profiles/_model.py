@@ -91,12 +91,16 @@ not below ``max_tokens``. ``conversation.preflight`` reads them (request problem
 
 @dataclass(frozen=True, slots=True)
 class Inline:
-    """Reasoning written inline in the answer text: the tag names a model uses, and whether its
+    """Reasoning written inline in the answer text: the tag names a model uses, whether its
     chat template opens the first tag itself (the stream then starts inside reasoning and
-    holds only the close tag)."""
+    holds only the close tag), and whether the tagged reasoning comes only at the start of
+    the answer (``at_start``: Gemini's thought summary on its OpenAI-compatible endpoint):
+    tags are then read only in an answer that opens with one (leading whitespace aside), and
+    any other answer is plain text, a quoted tag and all."""
 
     tags: tuple[str, ...] = ()
     opens_inside: bool = False
+    at_start: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,17 @@ class ModelProfile:
     note: str = ""
     pattern: str | None = None
     known: bool = False
+
+    @property
+    def thinks_unasked(self) -> bool:
+        """Whether the model reasons when the request does not ask it to: its ``thinking`` is
+        ``default_on`` or ``always`` (read by ``prompting.native_thinking`` and the Responses
+        preflight).
+
+        >>> ModelProfile(thinking="default_on").thinks_unasked
+        True
+        """
+        return self.thinking in ("default_on", "always")
 
     def reads(self, model: str, provider: str = "") -> bool:
         """Whether this model accepts opaque state ``model`` made, beyond its own: a
@@ -234,15 +249,21 @@ def _inline(value: Any, where: str) -> Inline:
         return value
     if not isinstance(value, Mapping):
         raise UsageError(
-            f"{where}: inline takes an Inline or a table {{tags = [...], opens_inside = bool}}"
+            f"{where}: inline takes an Inline or a table "
+            "{tags = [...], opens_inside = bool, at_start = bool}"
         )
-    unknown = set(value) - {"tags", "opens_inside"}
+    unknown = set(value) - {"tags", "opens_inside", "at_start"}
     if unknown:
-        raise UsageError(f"{where}: inline has no {sorted(unknown)}; it takes tags, opens_inside")
-    opens = value.get("opens_inside", False)
-    if not isinstance(opens, bool):
-        raise UsageError(f"{where}: inline.opens_inside takes true or false, not {opens!r}")
-    return Inline(_strings(value.get("tags", ()), "inline.tags", where), opens)
+        raise UsageError(
+            f"{where}: inline has no {sorted(unknown)}; it takes tags, opens_inside, at_start"
+        )
+    switches = []
+    for name in ("opens_inside", "at_start"):
+        switch = value.get(name, False)
+        if not isinstance(switch, bool):
+            raise UsageError(f"{where}: inline.{name} takes true or false, not {switch!r}")
+        switches.append(switch)
+    return Inline(_strings(value.get("tags", ()), "inline.tags", where), *switches)
 
 
 def _sources(value: Any, where: str) -> tuple[tuple[str, str], ...]:

@@ -10,6 +10,8 @@ only the close tag, and is reasoning from its first byte up to it.
 
 * the template opens inside reasoning: a scanner that starts there (``assume_open=True``);
 * the model writes tags but opens them itself: a scanner from outside (``assume_open=False``);
+  one whose tagged reasoning comes only at the start (``inline.at_start``): the
+  :class:`LeadingTagScanner` below, with its tag names;
 * ``inline_tags=True`` for a model no profile knows: ``assume_open=None``, split's rule 4 (a
   close tag as the first marker means the template opened reasoning); the leading text waits
   for the first tag, the documented cost of asking for tags without saying where they start;
@@ -103,7 +105,7 @@ def inline_scanner(
     start = start_setting(start_in_reasoning, inline)
     if start is True:
         return Scanner(start_in_reasoning=True, tags=names)
-    if inline_tags is True or (start is False and inline.tags):
+    if inline_tags is True or (start is False and inline.tags and not inline.at_start):
         return Scanner(assume_open=start, tags=names)
     return LeadingTagScanner(tags=names)
 

@@ -104,14 +104,16 @@ KNOWN = [
     ("gemini", "gemini-2.0-flash", "never"),
     ("gemini", "gemini-2.0-flash-thinking-exp", "always"),
     ("gemini", "gemini-2.5-pro", "always"),
-    ("gemini", "gemini-2.5-flash", "optional"),
+    # Thinks by default (https://ai.google.dev/gemini-api/docs/thinking-mode, checked
+    # 2026-12-02: "Thinking is on by default"; a budget of 0 turns it off).
+    ("gemini", "gemini-2.5-flash", "default_on"),
     ("gemini", "gemini-2.5-flash-lite", "optional"),
     ("gemini", "gemini-3-pro-preview", "always"),
     ("gemini", "gemini-3.1-pro-preview", "always"),
     ("gemini", "gemini-3-flash-preview", "always"),
     ("gemini", "gemini-4-pro", "always"),
     ("gemini", "gemini-flash-latest", "optional"),
-    ("openai-chat", "gemini-2.5-flash", "optional"),
+    ("openai-chat", "gemini-2.5-flash", "default_on"),
     # ollama
     ("ollama", "gpt-oss:20b", "always"),
     ("ollama", "qwen3", "default_on"),

@@ -73,6 +73,7 @@ def test_unregister_brings_the_catalogue_row_back() -> None:
         ({"colour": "red"}, "no profile field ['colour']"),
         ({"sources": [("https://example.invalid/docs", "yesterday")]}, "YYYY-MM-DD"),
         ({"inline": {"tags": ["think"], "opens": True}}, "opens_inside"),
+        ({"inline": {"tags": ["thought"], "at_start": "yes"}}, "inline.at_start"),
     ],
 )
 def test_bad_fields_name_what_to_fix(fields: dict[str, object], named: str) -> None:

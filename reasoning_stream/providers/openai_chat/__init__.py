@@ -18,7 +18,7 @@ import httpx
 
 from ..._exceptions import UsageError
 from ..._pipe import Prompt
-from ..._tags import DEFAULT_TAGS, grammar_for
+from ..._tags import grammar_for
 from ..._turns import HistoryTurn
 from ...conversation._policy import PassbackPolicy, readable_passback
 from ...conversation._request_check import always_thinks
@@ -33,17 +33,6 @@ from .effort import PLANNER
 from .translate import REASONING_FIELDS, InlineTags, OpenAIChatTranslator, starts_in_reasoning
 
 __all__ = ["SPEC", "OpenAIChatPipe", "OpenAIChatTranslator", "starts_in_reasoning"]
-
-
-def is_gemini(model: str) -> bool:
-    """Whether ``model`` is a Gemini model (served here by the OpenAI-compatible endpoint)."""
-    return model.lower().rsplit("/", 1)[-1].startswith("gemini-")
-
-
-def _default_tags(model: str) -> tuple[str, ...] | None:
-    # Gemini's OpenAI-compatible endpoint wraps thought summaries in <thought>...</thought>
-    # inside content (ai.google.dev/gemini-api/docs/openai#thinking).
-    return ("thought", *DEFAULT_TAGS) if is_gemini(model) else None
 
 
 def _is_async_client(client: Any) -> bool:
@@ -76,7 +65,8 @@ class OpenAIChatPipe(ProviderPipe):
             open tag). ``None``: the model's profile says (``inline.opens_inside``: DeepSeek-R1
             distillations, Qwen3 thinking builds, OLMo 3 Think; ``profiles.register`` adds
             a model). Needs inline tags on.
-        tags: tag names for the scanner (default ``think``, ``thinking``, ``reasoning``).
+        tags: tag names for the scanner (default ``think``, ``thinking``, ``reasoning``, and
+            the names the model's profile adds: ``thought`` on Gemini's compatible endpoint).
         include_usage: request ``stream_options.include_usage`` (default on).
         send_reasoning_back: put a turn's readable reasoning back on earlier assistant
             messages as ``reasoning_content``. ``None``: where the host needs it, as the
@@ -132,10 +122,10 @@ class OpenAIChatPipe(ProviderPipe):
         if inline_tags not in ("auto", True, False):
             raise UsageError(f"inline_tags must be 'auto', True or False, got {inline_tags!r}")
         self.inline_tags: InlineTags = inline_tags
+        # None: the default names plus any the model's profile adds (inline.tags: Gemini's
+        # OpenAI-compatible rows name "thought").
         self.tags: tuple[str, ...] | None = (
-            _default_tags(model)
-            if tags is None
-            else tuple((tags,) if isinstance(tags, str) else tags)
+            None if tags is None else tuple((tags,) if isinstance(tags, str) else tags)
         )
         grammar_for(self.tags)  # a bad tag name fails here, not in the middle of a stream
         self.inline: Inline = self._inline_rule(model)
@@ -154,9 +144,6 @@ class OpenAIChatPipe(ProviderPipe):
         if self.transport == "httpx" and self.base_url not in (None, self.default_base_url):
             return False
         return super().needs_api_key()
-
-    def _detect_tags(self, model: str) -> tuple[str, ...] | None:
-        return _default_tags(model)
 
     def translator(self) -> OpenAIChatTranslator:
         """A fresh translator configured for this pipe (one per stream)."""

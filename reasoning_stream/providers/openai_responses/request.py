@@ -203,7 +203,7 @@ def _reasons(pipe: Any) -> bool:
     # Asked to reason, or a model whose profile says it reasons unasked.
     if getattr(pipe, "reasoning", None) not in (None, False):
         return True
-    return profile_of(pipe).thinking in ("default_on", "always")
+    return profile_of(pipe).thinks_unasked
 
 
 def _stateless_item(turn: HistoryTurn) -> bool:

@@ -111,10 +111,6 @@ class OpenRouterPipe(OpenAIChatPipe):
         """Always: OpenRouter (or a proxy in front of it) refuses a request without a key."""
         return True
 
-    def _detect_tags(self, model: str) -> tuple[str, ...] | None:
-        # OpenRouter moves every model's reasoning into its own fields.
-        return None
-
     def request_options(self) -> dict[str, Any]:
         """OpenRouter's ``reasoning`` object, when configured."""
         if self.reasoning_options is None:
