@@ -210,6 +210,19 @@ class Hub:
         """Replay the entries past ``after``, then follow live until the final entry."""
         raise NotImplementedError
 
+    async def subscribe_batches(
+        self, stream_id: str, after: str | None = None, timeout: float | None = None
+    ) -> AsyncIterator[list[Entry]]:
+        """As :meth:`subscribe`, the entries that are there together as one list (never
+        empty): a reader that writes them somewhere (a web response) makes one write of a
+        backlog, not one per entry. A hub that only has ``subscribe`` gives one per list."""
+        entries = self.subscribe(stream_id, after, timeout)
+        try:
+            async for entry in entries:
+                yield [entry]
+        finally:
+            await _aclose(entries)
+
     def check_entry_id(self, entry_id: str) -> None:
         """Raise :class:`InvalidEntryIdError` unless ``entry_id`` has this hub's id shape."""
         raise NotImplementedError
@@ -592,3 +605,20 @@ def _conclude(failure: _Failure | None, result: Result) -> Result:
         error.result = result if isinstance(result, PipeResult) else result.results[-1]
     error.pipeline_result = result if isinstance(result, PipelineResult) else None  # type: ignore[attr-defined]
     raise error
+
+
+async def entries_of(batches: AsyncIterator[list[Entry]]) -> AsyncIterator[Entry]:
+    """The entries of ``batches`` one by one (closing them when the reader stops early)."""
+    try:
+        async for batch in batches:
+            for entry in batch:
+                yield entry
+    finally:
+        await _aclose(batches)
+
+
+async def _aclose(iterator: AsyncIterator[object]) -> None:
+    """Close ``iterator`` now when it can be (a generator holding a subscription)."""
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -22,6 +22,7 @@ from ._base import (
     StreamExpiredError,
     StreamNotFoundError,
     _Failure,
+    entries_of,
 )
 from ._entry import Entry
 from ._wake import Wakeup
@@ -283,7 +284,7 @@ class MemoryHub(Hub):
             log = self._current(stream_id, after)
             return [] if log is None else self._since(stream_id, log, position)
 
-    async def subscribe(
+    def subscribe(
         self, stream_id: str, after: str | None = None, timeout: float | None = None
     ) -> AsyncIterator[Entry]:
         """Replay the entries past ``after``, then follow live; ends after the final entry.
@@ -291,6 +292,12 @@ class MemoryHub(Hub):
         A stream that does not exist yet is waited for, up to ``timeout`` seconds (``None``:
         forever), then :class:`StreamNotFoundError`. Works on asyncio and trio.
         """
+        return entries_of(self.subscribe_batches(stream_id, after, timeout))
+
+    async def subscribe_batches(
+        self, stream_id: str, after: str | None = None, timeout: float | None = None
+    ) -> AsyncIterator[list[Entry]]:
+        """As :meth:`subscribe`, the entries that are there together as one list."""
         position = self._position(after)
         deadline = None if timeout is None else anyio.current_time() + timeout
         while True:
@@ -316,10 +323,11 @@ class MemoryHub(Hub):
                             log.waiting.remove(wakeup.set)
                             continue
             if batch:
-                for entry in batch:
-                    yield entry
+                for index, entry in enumerate(batch):
                     if entry.final:
+                        yield batch[: index + 1]
                         return
+                yield batch
                 position = int(batch[-1].id)
                 continue
             try:

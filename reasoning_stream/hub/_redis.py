@@ -27,7 +27,7 @@ from .._exceptions import UsageError
 from .._pipe import Status
 from .._redis_client import cluster_hint, connect, run_scripts
 from .._redis_keys import check_prefix, redacted_url
-from ._base import Hub, HubError, StreamExistsError, _Failure
+from ._base import Hub, HubError, StreamExistsError, _Failure, entries_of
 from ._entry import Entry
 from ._follow import BLOCK_MS, Follower
 from ._follow_loop import LoopFollower
@@ -418,11 +418,16 @@ class RedisHub(Hub):
 
         On an asyncio loop, one task of that loop follows every stream its subscribers read
         with one ``XREAD BLOCK``; on trio, and on a Redis Cluster, the hub's reader thread
-        does (redis-py's sync client). A stream that does not exist
-        yet is waited for, up to ``timeout`` seconds (``None``: forever), then
-        :class:`StreamNotFoundError`.
+        does (redis-py's sync client). A stream that does not exist yet is waited for, up to
+        ``timeout`` seconds (``None``: forever), then :class:`StreamNotFoundError`.
         """
-        return self._reading.subscribe(stream_id, after, timeout)
+        return entries_of(self._reading.subscribe_batches(stream_id, after, timeout))
+
+    def subscribe_batches(
+        self, stream_id: str, after: str | None = None, timeout: float | None = None
+    ) -> AsyncIterator[list[Entry]]:
+        """As :meth:`subscribe`, the entries that came in one read as one list."""
+        return self._reading.subscribe_batches(stream_id, after, timeout)
 
     def _loop_follower(self) -> LoopFollower | None:
         """The reader task of the running asyncio loop (one Redis server); None on trio and

@@ -83,10 +83,10 @@ class RedisReader:
             entries = [decode_entry(i, f) for i, f in client.xrange(key, min=past(after))]
         return entries
 
-    async def subscribe(
+    async def subscribe_batches(
         self, stream_id: str, after: str | None = None, timeout: float | None = None
-    ) -> AsyncIterator[Entry]:
-        """As ``RedisHub.subscribe``."""
+    ) -> AsyncIterator[list[Entry]]:
+        """As ``RedisHub.subscribe_batches``."""
         hub = self._hub
         key = stream_keys(hub.prefix, stream_id)[0]
         position = 0
@@ -131,15 +131,18 @@ class RedisReader:
                             f"were trimmed (maxlen={hub.maxlen}) before this reader got them"
                         )
                     fresh = False
-                    for entry in batch:
-                        number = seq(entry.id)
-                        if number <= subscription.position:
-                            continue  # re-read for a reader that joined behind us
-                        subscription.position = number
-                        found = True
-                        yield entry
-                        if entry.final:
-                            return
+                    new = batch
+                    if seq(batch[0].id) <= subscription.position:
+                        # Re-read for a reader that joined behind us: skip what we have.
+                        position = subscription.position
+                        new = [entry for entry in batch if seq(entry.id) > position]
+                        if not new:
+                            continue
+                    subscription.position = seq(new[-1].id)
+                    found = True
+                    yield new
+                    if new[-1].final:
+                        return
                 if subscription.error is not None:
                     raise HubError(str(subscription.error)) from subscription.error
                 wakeup.arm()

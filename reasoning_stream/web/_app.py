@@ -6,7 +6,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -45,6 +45,8 @@ logger = logging.getLogger("reasoning_stream.web")
 
 Starter = Callable[[Prompt], Runnable]
 """Builds the pipe or pipeline for a prompt posted to ``POST /streams/{stream_id}``."""
+
+_T = TypeVar("_T")
 
 
 def _import_starlette() -> None:
@@ -420,20 +422,26 @@ async def _events(
     timeout: float,
     keys: SealKeys | None = None,
 ) -> AsyncIterator[list[SSEEvent]]:
-    """The SSE events of the stream past ``after``'s entry, following it live, per entry.
+    """The SSE events of the stream past ``after``'s entry, following it live, per batch of
+    entries the hub had together.
 
-    An entry's events go out in one write, so a connection that drops mid-stream has given
-    the browser either all of an entry's events or none (``Last-Event-ID`` counts on that).
+    A batch's events go out in one write (one per entry when the reader keeps up, a backlog
+    at once when it does not), so a connection that drops mid-stream has given the browser
+    either all of an entry's events or none (``Last-Event-ID`` counts on that).
     """
     translator = translator_for(protocol, stream_id, envelopes=keys is not None)
     # ``_closing``: a response that ends early (a cut-off client) ends its subscription
     # at once, not whenever the generator is collected.
     if not translator.replays:
-        async with _closing(hub.subscribe(stream_id, after=after, timeout=timeout)) as entries:
-            async for entry in entries:
-                if keys is not None and entry.final:
-                    _check_key(keys, stream_id, entry)
-                events = translator.feed(entry)
+        async with _closing(
+            hub.subscribe_batches(stream_id, after=after, timeout=timeout)
+        ) as batches:
+            async for batch in batches:
+                events = []
+                for entry in batch:
+                    if keys is not None and entry.final:
+                        _check_key(keys, stream_id, entry)
+                    events += translator.feed(entry)
                 if events:
                     yield events
         return
@@ -443,29 +451,34 @@ async def _events(
         await anyio.to_thread.run_sync(hub.read, stream_id, after)
     skipping = after is not None
     first = True
-    async with _closing(hub.subscribe(stream_id, timeout=timeout)) as entries:
-        async for entry in entries:
-            if first and skipping and entry.id != hub.first_entry_id:
-                # The parts the client holds were opened by entries retention dropped: a replay
-                # from what is left would continue them under ids the client never saw.
-                raise StreamExpiredError(
-                    f"the start of stream {stream_id!r} was trimmed (the hub's maxlen={hub.maxlen} "
-                    f"keeps the latest entries only), so protocol={protocol} cannot resume it; "
-                    "read it again from the start, use protocol=channel, or raise maxlen"
-                )
-            first = False
-            if keys is not None and entry.final and not skipping:
-                _check_key(keys, stream_id, entry)
-            events = translator.feed(entry)
-            if skipping:
-                skipping = entry.id != after
-                continue
-            if events:
-                yield events
+    async with _closing(hub.subscribe_batches(stream_id, timeout=timeout)) as batches:
+        async for batch in batches:
+            sent = []
+            for entry in batch:
+                if first and skipping and entry.id != hub.first_entry_id:
+                    # The parts the client holds were opened by entries retention dropped: a
+                    # replay from what is left would continue them under ids the client
+                    # never saw.
+                    raise StreamExpiredError(
+                        f"the start of stream {stream_id!r} was trimmed (the hub's "
+                        f"maxlen={hub.maxlen} keeps the latest entries only), so "
+                        f"protocol={protocol} cannot resume it; read it again from the start, "
+                        "use protocol=channel, or raise maxlen"
+                    )
+                first = False
+                if keys is not None and entry.final and not skipping:
+                    _check_key(keys, stream_id, entry)
+                events = translator.feed(entry)
+                if skipping:
+                    skipping = entry.id != after
+                    continue
+                sent += events
+            if sent:
+                yield sent
 
 
 @asynccontextmanager
-async def _closing(iterator: AsyncIterator[Entry]) -> AsyncIterator[AsyncIterator[Entry]]:
+async def _closing(iterator: AsyncIterator[_T]) -> AsyncIterator[AsyncIterator[_T]]:
     """``iterator``, closed on exit when it can be (a hub's subscription is a generator)."""
     try:
         yield iterator

@@ -21,7 +21,8 @@ from tests.web.conftest import serve
 
 
 class DropFirstStream:
-    """ASGI middleware: the first ``GET /streams/...`` response ends after ``writes`` writes.
+    """ASGI middleware: the first ``GET /streams/...`` response ends after the write that
+    takes it to ``writes`` entries.
 
     The server closes that response cleanly mid-stream and abandons it, as a restarting
     worker or a proxy timeout would; the browser's EventSource has to reconnect.
@@ -49,7 +50,8 @@ class DropFirstStream:
             async def cutting_send(message: Any) -> None:
                 nonlocal count
                 if message["type"] == "http.response.body":
-                    count += 1
+                    # Entries, not writes: a write carries every entry the hub had waiting.
+                    count += len(re.findall(rb"(?m)^id: ", message.get("body", b"")))
                     self.sent += message.get("body", b"")
                     if count >= self.writes:
                         await send({**message, "more_body": False})
