@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._exceptions import InvalidValueError
 from .profiles import DISPLAYS as PROFILE_DISPLAYS
 from .profiles import ModelProfile
 
@@ -183,7 +184,8 @@ class Ask:
 
 
 def ask_for(reasoning: object, display: ReasoningDisplay = None) -> Ask | None:
-    """The :class:`Ask` for a setting (``None`` for ``None``); ``ValueError`` for a bad one."""
+    """The :class:`Ask` for a setting (``None`` for ``None``); for a bad one an
+    ``InvalidValueError``, which is both a ``UsageError`` and a ``ValueError``."""
     if reasoning is None:
         return None
     # bool first: True and False are ints too.
@@ -192,7 +194,7 @@ def ask_for(reasoning: object, display: ReasoningDisplay = None) -> Ask | None:
         return Ask(kind, reasoning, display=display)
     if isinstance(reasoning, int):
         if reasoning < 0:
-            raise ValueError(
+            raise InvalidValueError(
                 f"reasoning={reasoning!r}: a token budget cannot be negative; {ALLOWED}"
             )
         return Ask(
@@ -200,18 +202,20 @@ def ask_for(reasoning: object, display: ReasoningDisplay = None) -> Ask | None:
         )
     if isinstance(reasoning, str) and reasoning in REASONING_LEVELS:
         return Ask("level", reasoning, level=reasoning, display=display)
-    raise ValueError(f"reasoning={reasoning!r} is not a reasoning setting; {ALLOWED}")
+    raise InvalidValueError(f"reasoning={reasoning!r} is not a reasoning setting; {ALLOWED}")
 
 
 def validate_reasoning(reasoning: object) -> None:
-    """Raise ``ValueError`` unless ``reasoning`` is a valid setting (checked at construction)."""
+    """Raise ``InvalidValueError`` (a ``UsageError`` and a ``ValueError``) unless ``reasoning``
+    is a valid setting (checked at construction)."""
     ask_for(reasoning)
 
 
 def check_display(display: object) -> None:
-    """Raise ``ValueError`` unless ``display`` is ``None`` or one of :data:`DISPLAYS`."""
+    """Raise ``InvalidValueError`` (a ``UsageError`` and a ``ValueError``) unless ``display`` is
+    ``None`` or one of :data:`DISPLAYS`."""
     if display is not None and display not in DISPLAYS:
-        raise ValueError(
+        raise InvalidValueError(
             f"reasoning_display={display!r} is not a display; allowed: None (the provider's "
             "default), 'full', 'summarized', 'omitted'"
         )

@@ -1,7 +1,9 @@
 """One root exception and a small documented tree.
 
 ``ReasoningStreamError``
-    ``UsageError``: the library was called wrongly (fix the calling code).
+    ``UsageError``: the library was called wrongly (fix the calling code); also a ``TypeError``.
+        ``InvalidValueError`` (also a ``ValueError``): an argument of the right kind holds a
+        value the library does not take (``reasoning="extreme"``, ``timeout=0``).
     ``ProviderError``: the provider failed: HTTP error, transport failure, an error event
     mid-stream. The original exception is ``__cause__``.
         ``MalformedStreamError``: the provider's bytes do not follow its own wire format.
@@ -28,6 +30,7 @@ __all__ = [
     "ConflictError",
     "ConversationNotFoundError",
     "CorruptConversationError",
+    "InvalidValueError",
     "MalformedStreamError",
     "ProviderError",
     "ReasoningStreamError",
@@ -45,6 +48,14 @@ class ReasoningStreamError(Exception):
 
 class UsageError(ReasoningStreamError, TypeError):
     """The library was used in a way it does not support; the message says what to do."""
+
+
+class InvalidValueError(UsageError, ValueError):
+    """An argument of the right kind holds a value the library does not take.
+
+    Both a ``UsageError`` (this library's misuse) and a ``ValueError`` (Python's word for a
+    bad value), so either ``except`` catches it.
+    """
 
 
 class ProviderError(ReasoningStreamError):

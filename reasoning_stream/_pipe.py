@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Self, TypeAlias
 
 import anyio
 
-from . import _observers
+from . import _arguments, _observers
 from ._callbacks import (
     CallbackErrorHandler,
     EventCallback,
@@ -106,10 +106,11 @@ class Pipe:
         on_callback_error: CallbackErrorHandler | None = None,
         stream_model_reasoning: bool = True,
     ) -> None:
+        name = _arguments.name(name)
         self.name: str = name if name is not None else type(self).__name__
         # The name this pipe got by default (None: given); a Pipeline numbers such names.
         self._default_name: str | None = None if name is not None else self.name
-        self.escape_markers = escape_markers
+        self.escape_markers = _arguments.flag("escape_markers", escape_markers)
         if on_callback_error is not None:
             checked_callable(on_callback_error, "on_callback_error")
         self.on_callback_error = on_callback_error
@@ -162,7 +163,7 @@ class Pipe:
 
     @stream_model_reasoning.setter
     def stream_model_reasoning(self, on: bool) -> None:
-        self._stream_model_reasoning = on
+        self._stream_model_reasoning = _arguments.flag("stream_model_reasoning", on)
         # A reasoning lane opens only behind an open gate: the next delta decides again.
         self._channel.close_lanes()
 

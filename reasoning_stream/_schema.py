@@ -4,13 +4,14 @@
 ``None``, ``Literal``, ``Enum``, ``list[X]`` (and ``tuple[X, ...]``, ``set[X]``, ``Sequence[X]``),
 ``dict[str, X]``, ``X | None`` and other unions, ``TypedDict`` and dataclasses (nested
 objects), ``Annotated[X, "description"]``, and ``Any``; a parameter with a default is not
-required. Objects are closed (``additionalProperties: false``), so a misspelt argument is
-caught. :func:`python_arguments` turns checked JSON arguments back into what the hints ask
-for (an ``Enum`` member, a dataclass instance, a ``float`` for ``2``).
+required, and its default is written as the property's ``"default"`` when JSON can carry it.
+Objects are closed (``additionalProperties: false``), so a misspelt argument is caught.
+:func:`python_arguments` turns checked JSON arguments back into what the hints ask for (an
+``Enum`` member, a dataclass instance, a ``float`` for ``2``).
 
 >>> def forecast(city: str, days: int = 3) -> str: ...
->>> function_schema(forecast)["required"]
-['city']
+>>> function_schema(forecast)["required"], function_schema(forecast)["properties"]["days"]
+(['city'], {'type': 'integer', 'default': 3})
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import json
 import re
 import types
 import typing
@@ -27,7 +29,13 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 from ._exceptions import UsageError
 from ._schema_check import schema_errors
 
-__all__ = ["describe_function", "function_schema", "python_arguments", "schema_for"]
+__all__ = [
+    "describe_function",
+    "function_schema",
+    "python_arguments",
+    "schema_for",
+    "with_default",
+]
 
 _SIMPLE: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -118,9 +126,11 @@ def function_schema(function: Callable[..., Any]) -> dict[str, Any]:
             raise UsageError(f"tool {_name(function)}, parameter {name}: {error}") from None
         if name in docs and docs[name] and "description" not in schema:
             schema = {**schema, "description": docs[name]}
-        properties[name] = schema
         if parameter.default is parameter.empty:
             required.append(name)
+        else:
+            schema = with_default(schema, parameter.default)
+        properties[name] = schema
     return {
         "type": "object",
         "properties": properties,
@@ -254,10 +264,44 @@ def _dataclass_schema(hint: type, seen: frozenset[Any]) -> dict[str, Any]:
     for item in dataclasses.fields(hint):
         if not item.init:
             continue
-        properties[item.name] = schema_for(hints.get(item.name, Any), seen)
-        if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+        schema = schema_for(hints.get(item.name, Any), seen)
+        if item.default is not dataclasses.MISSING:
+            schema = with_default(schema, item.default)
+        elif item.default_factory is dataclasses.MISSING:
             required.append(item.name)
+        properties[item.name] = schema
     return _object(properties, required, hint)
+
+
+def with_default(schema: dict[str, Any], default: Any) -> dict[str, Any]:
+    """``schema`` with ``"default"``: ``default`` as JSON (an ``Enum`` member as its value, a
+    dataclass as an object, a tuple or set as an array), as pydantic writes it.
+
+    ``schema`` itself when JSON cannot carry the default (NaN, an arbitrary object) or the
+    schema would refuse it (``limit: int = "five"``): the model is never shown a default the
+    argument checker turns down.
+
+    >>> with_default({"type": "integer"}, 3)
+    {'type': 'integer', 'default': 3}
+    """
+    try:
+        data = json.loads(json.dumps(default, default=_as_json, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return schema
+    if schema_errors(schema, data):
+        return schema
+    return {**schema, "default": data}
+
+
+def _as_json(value: Any) -> Any:
+    # json.dumps asks here for what it cannot write itself.
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {item.name: getattr(value, item.name) for item in dataclasses.fields(value)}
+    if isinstance(value, set | frozenset):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _object(properties: dict[str, Any], required: list[str], hint: Any) -> dict[str, Any]:

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "_json",
         "_messages",
         "_exceptions",
+        "_arguments",
         "_capture",
         "_unicode",
         "_redact",

@@ -6,6 +6,8 @@
 * A value of a hinted Python type (drawn by hypothesis's own ``from_type``, which knows
   nothing of our schemas), written as JSON, fits the schema the hint gives, and
   :func:`to_python` turns the JSON back into the same value.
+* The same value as a parameter's default is that parameter's ``default``, written as JSON,
+  and a call leaving the parameter out is accepted.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Literal, TypedDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasoning_stream._schema import schema_for, to_python
+from reasoning_stream._schema import function_schema, schema_for, to_python
 from reasoning_stream._schema_check import parse_arguments, schema_errors
 from tests.helpers import examples
 from tests.test_tools import Place, Unit
@@ -234,3 +236,18 @@ def test_a_hinted_value_as_json_fits_its_schema_and_comes_back(case: tuple[Any, 
         assert to_json(back) == to_json(value)
     else:
         assert back == value
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(hinted())
+def test_a_default_is_written_as_json_and_may_be_left_out(case: tuple[Any, Any]) -> None:
+    hint, value = case
+
+    def function(x=value):  # type: ignore[no-untyped-def]
+        return x
+
+    function.__annotations__ = {"x": hint}
+    schema = function_schema(function)
+    assert schema["required"] == []
+    assert schema["properties"]["x"]["default"] == json.loads(json.dumps(to_json(value)))
+    assert parse_arguments(schema, "{}") == {}

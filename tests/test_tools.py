@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import math
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 import reasoning_stream
 from reasoning_stream import Tool, ToolCall, ToolResult, UsageError, tool
 from reasoning_stream._schema import schema_for
+from reasoning_stream._schema_check import schema_errors
 from reasoning_stream._tools import ArgumentsError, is_strict_compatible, to_tools
 
 
@@ -61,7 +63,10 @@ def test_simple_hints_give_the_json_schema_types() -> None:
 def test_dataclasses_and_typeddicts_are_closed_objects() -> None:
     assert schema_for(Place) == {
         "type": "object",
-        "properties": {"city": {"type": "string"}, "country": {"type": ["string", "null"]}},
+        "properties": {
+            "city": {"type": "string"},
+            "country": {"type": ["string", "null"], "default": None},
+        },
         "required": ["city"],
         "additionalProperties": False,
         "description": "Where to look.",
@@ -101,9 +106,53 @@ def test_the_decorator_reads_the_signature_and_the_docstring() -> None:
     assert parameters["properties"]["days"] == {
         "type": "integer",
         "description": "how many days, counting today.",
+        "default": 3,
     }
     assert parameters["properties"]["place"]["description"] == "Where to look."
-    assert parameters["properties"]["unit"] == {"type": "string", "enum": ["c", "f"]}
+    assert parameters["properties"]["unit"] == {
+        "type": "string",
+        "enum": ["c", "f"],
+        "default": "c",
+    }
+
+
+def test_a_default_json_can_carry_is_written_into_the_schema() -> None:
+    """As pydantic and the OpenAI SDK's helpers do, so the model sees what leaving an argument
+    out means; a default JSON cannot carry, or that its own hint would refuse, is left out."""
+    marker = object()
+
+    @tool
+    def search(
+        query: str,
+        limit: int = 5,
+        unit: Unit = Unit.FAHRENHEIT,
+        fields: tuple[str, ...] = ("title", "url"),
+        near: Place = Place("Oslo"),  # noqa: B008 - a default is what this test is about
+        language: str | None = None,
+        ratio: float = math.nan,
+        anything: Any = marker,
+        wrong: int = "five",  # type: ignore[assignment]
+    ) -> str:
+        """Search."""
+        return query
+
+    properties = search.parameters["properties"]
+    assert search.parameters["required"] == ["query"]
+    assert {
+        name: schema["default"] for name, schema in properties.items() if "default" in schema
+    } == {
+        "limit": 5,
+        "unit": "f",
+        "fields": ["title", "url"],
+        "near": {"city": "Oslo", "country": None},
+        "language": None,
+    }
+    for schema in properties.values():
+        if "default" in schema:
+            assert schema_errors(schema, schema["default"]) == [], schema
+    # The checker still takes a call that leaves every defaulted argument out.
+    assert search.parse_arguments('{"query": "tags"}') == {"query": "tags"}
+    assert search.parse_arguments({"query": "tags", "limit": 2}) == {"query": "tags", "limit": 2}
 
 
 def test_a_decorated_function_stays_callable_and_introspectable() -> None:

@@ -11,13 +11,14 @@ scripts) is in ``_redis_codec``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -45,12 +46,15 @@ from ._redis_codec import (
     stream_keys,
     ttl_seconds,
 )
+from ._redis_loop_writer import LoopWriter
 from ._redis_reader import RedisReader
 from ._redis_stop import StopListener
-from ._redis_writer import Pending, RedisSink, RedisWriter
+from ._redis_writer import Pending, RedisSink, RedisWriter, Writes
 from ._stop import RunControl
 
 __all__ = ["RedisHub"]
+
+_Part = TypeVar("_Part", LoopFollower, LoopWriter)
 
 _log = logging.getLogger("reasoning_stream.hub")
 
@@ -61,8 +65,11 @@ class RedisHub(Hub):
     ``url`` is a redis-py URL (``redis://host:port/db``); ``maxlen`` bounds the entries kept
     per stream (``XADD MAXLEN ~``: Redis may keep a few more); ``ttl`` is how many seconds a
     finished stream is kept (``None``: until deleted). Keys live under ``prefix``.
-    ``write_delay`` is how long the writer thread lets entries gather before one pipelined
-    round trip (seconds; it bounds the latency batching adds). ``cluster=True``: ``url``
+    Writes go out as soon as there is something to write; what comes while a write is in
+    flight goes in the next, one script call for every stream (runs on an asyncio loop are
+    written by a task of that loop, the others by the hub's writer thread). ``write_delay``
+    (seconds, default none) makes the writer thread linger after waking so that one round
+    trip carries more, at that much latency. ``cluster=True``: ``url``
     names a node of a Redis Cluster (each stream's keys share one hash slot, so every script
     runs on one node; see the key layout in ``_redis_codec``).
 
@@ -96,7 +103,7 @@ class RedisHub(Hub):
         ttl: float | None = 3600.0,
         prefix: str = "reasoning-stream:",
         connect_timeout: float = 2.0,
-        write_delay: float = 0.001,
+        write_delay: float = 0.0,
         lease: float = 10.0,
         cluster: bool = False,
         seal_keys: Sequence[bytes | str] | None = None,
@@ -132,6 +139,7 @@ class RedisHub(Hub):
         self._loop_followers: weakref.WeakKeyDictionary[Any, LoopFollower] = (
             weakref.WeakKeyDictionary()
         )
+        self._loop_writers: weakref.WeakKeyDictionary[Any, LoopWriter] = weakref.WeakKeyDictionary()
         self._reading = RedisReader(
             self, self._reader_client, self._follower, self._end_abandoned, self._loop_follower
         )
@@ -163,6 +171,17 @@ class RedisHub(Hub):
         options["retry"] = Retry(ExponentialBackoff(cap=0.2, base=0.02), 2)
         return redis.asyncio.Redis.from_url(self.url, single_connection_client=True, **options)
 
+    def _async_connection(self) -> Any:
+        """An asyncio connection of its own (a loop's writer task), connected on first use."""
+        import redis.asyncio
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialBackoff
+
+        options = self._options(blocking=False)
+        options["retry"] = Retry(ExponentialBackoff(cap=0.2, base=0.02), 2)
+        pool = redis.asyncio.ConnectionPool.from_url(self.url, **options)
+        return pool.make_connection()  # type: ignore[no-untyped-call]
+
     def _dedicated(self, *, blocking: bool) -> Any:
         """A client on one connection of its own (a thread's: the reader's, the stop
         listener's)."""
@@ -186,10 +205,14 @@ class RedisHub(Hub):
         if reader is not None:
             reader.close()
         with self._writer_lock:
-            followers = list(self._loop_followers.values())
+            closing: list[LoopFollower | LoopWriter] = [
+                *self._loop_followers.values(),
+                *self._loop_writers.values(),
+            ]
             self._loop_followers.clear()
-        for follower in followers:
-            follower.close()
+            self._loop_writers.clear()
+        for part in closing:
+            part.close()
         self._client.close()
         self._reader_client.close()
 
@@ -201,15 +224,45 @@ class RedisHub(Hub):
 
     # ------------------------------------------------------------------------- writing
 
-    def _writer_put(self, running: RedisSink | None) -> Callable[[Pending], None]:
+    def _writer_put(
+        self, running: RedisSink | None, writer: Writes | None = None
+    ) -> Callable[[Pending], None]:
+        """The ``put`` of ``writer`` (the hub's thread when None), holding ``running``'s lease."""
+        if writer is None:
+            with self._writer_lock:
+                if self._writer is None:
+                    self._writer = RedisWriter(
+                        self, self._client, self._append_script, self._write_delay
+                    )
+                writer = self._writer
+        if running is not None:
+            writer.hold(running)
+        return writer.put
+
+    def _loop_writer(self) -> LoopWriter | None:
+        """The writer task of the running asyncio loop (one Redis server); None on trio and on
+        a cluster, whose runs the writer thread writes."""
+        return self._on_loop(
+            self._loop_writers,
+            lambda loop: LoopWriter(self, loop, self._async_connection, APPEND),
+        )
+
+    def _on_loop(
+        self, parts: weakref.WeakKeyDictionary[Any, _Part], make: Callable[[Any], _Part]
+    ) -> _Part | None:
+        """The running asyncio loop's part in ``parts`` (made by ``make(loop)`` the first
+        time); None on trio and on a cluster."""
+        if self.cluster:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # trio
+            return None
         with self._writer_lock:
-            if self._writer is None:
-                self._writer = RedisWriter(
-                    self, self._client, self._append_script, self._write_delay
-                )
-            if running is not None:
-                self._writer.hold(running)
-            return self._writer.put
+            part = parts.get(loop)
+            if part is None:
+                part = parts[loop] = make(loop)
+            return part
 
     def _end_abandoned(self, keys: list[str], client: Any = None) -> bool:
         """End the stream at ``keys`` if its writer's lease lapsed; True when this call did."""
@@ -239,17 +292,17 @@ class RedisHub(Hub):
             )
         return outcomes
 
-    def _open(self, stream_id: str) -> RedisSink:
+    def _open(self, stream_id: str, writer: Writes | None = None) -> RedisSink:
         redis = import_redis()
         keys = stream_keys(self.prefix, stream_id)
         owner = os.urandom(12).hex()
         hold = hold_seconds(self.lease, self.ttl)
-        writer = f"{socket.gethostname()} pid {os.getpid()}"
+        process = f"{socket.gethostname()} pid {os.getpid()}"
         abandoned = False
         try:
             claimed = self._claim_script(
                 keys=keys,
-                args=[owner, writer, max(1, round(self.lease * 1000)), f"{self.lease:g}", hold],
+                args=[owner, process, max(1, round(self.lease * 1000)), f"{self.lease:g}", hold],
             )
             if not claimed:
                 abandoned = self._end_abandoned(keys)
@@ -271,10 +324,12 @@ class RedisHub(Hub):
                 f"stream {stream_id!r} already exists in Redis at {self.url_for_messages}"
                 f"{lost}; use a new stream_id for every run"
             )
-        return RedisSink(stream_id, keys, None, self._writer_put, owner)
+        return RedisSink(
+            stream_id, keys, None, functools.partial(self._writer_put, writer=writer), owner
+        )
 
     async def _aopen(self, stream_id: str) -> RedisSink:
-        return await anyio.to_thread.run_sync(self._open, stream_id)
+        return await anyio.to_thread.run_sync(self._open, stream_id, self._loop_writer())
 
     async def _afinish(
         self, sink: Any, status: Status, error: str | None = None, envelope: str | None = None
@@ -361,8 +416,9 @@ class RedisHub(Hub):
     ) -> AsyncIterator[Entry]:
         """Replay the entries past ``after``, then follow live; ends after the final entry.
 
-        One reader thread per hub follows every subscribed stream with one ``XREAD BLOCK``
-        (redis-py's sync client: the same on asyncio and trio). A stream that does not exist
+        On an asyncio loop, one task of that loop follows every stream its subscribers read
+        with one ``XREAD BLOCK``; on trio, and on a Redis Cluster, the hub's reader thread
+        does (redis-py's sync client). A stream that does not exist
         yet is waited for, up to ``timeout`` seconds (``None``: forever), then
         :class:`StreamNotFoundError`.
         """
@@ -371,24 +427,17 @@ class RedisHub(Hub):
     def _loop_follower(self) -> LoopFollower | None:
         """The reader task of the running asyncio loop (one Redis server); None on trio and
         on a cluster, whose readers the reader thread follows."""
-        if self.cluster:
-            return None
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # trio
-            return None
-        with self._writer_lock:
-            follower = self._loop_followers.get(loop)
-            if follower is None:
-                follower = self._loop_followers[loop] = LoopFollower(
-                    self._async_dedicated,
-                    self._client,
-                    decode_entry,
-                    self.url_for_messages,
-                    sweep=lambda keys: self._sweep(self._client, keys),
-                    sweep_every=min(self.lease / 2, 1.0),
-                )
-            return follower
+        return self._on_loop(
+            self._loop_followers,
+            lambda _: LoopFollower(
+                self._async_dedicated,
+                self._client,
+                decode_entry,
+                self.url_for_messages,
+                sweep=lambda keys: self._sweep(self._client, keys),
+                sweep_every=min(self.lease / 2, 1.0),
+            ),
+        )
 
     def _follower(self) -> Follower:
         with self._writer_lock:

@@ -30,7 +30,7 @@ from ._redis_codec import (
     ttl_seconds,
 )
 
-__all__ = ["FINISH_TIMEOUT", "Pending", "RedisSink", "RedisWriter"]
+__all__ = ["FINISH_TIMEOUT", "Pending", "RedisSink", "RedisWriter", "Writes"]
 
 _BATCH = 2000
 """Most entries one pipelined round trip carries."""
@@ -211,39 +211,27 @@ class RedisSink:
         args += fields
 
 
-class RedisWriter:
-    """The hub's writer thread: drains the queue in pipelined batches.
+class Writes:
+    """What a hub's writer does, whoever runs it (its thread, or a task of an asyncio loop):
+    the running streams whose leases it renews, the queue, and a batch turned into script
+    calls and back into each stream's outcome."""
 
-    Callbacks only append to a deque and, once per batch, set an event: the run pays for
-    neither encoding nor network. The writer lingers ``delay`` seconds after waking so that
-    one round trip carries what every running stream produced meanwhile. ``append`` is the
-    append script registered on ``client``.
-    """
-
-    def __init__(self, hub: HubSettings, client: Any, append: Any, delay: float) -> None:
+    def __init__(self, hub: HubSettings, cluster: bool) -> None:
         self._hub = hub
-        self._client = client
-        self._cluster = is_cluster(client)
-        self._append = append
-        self._delay = delay
+        self._cluster = cluster
         self._heartbeat = hub.lease / 3
         self._running: set[RedisSink] = set()
-        """Sinks whose lease this thread renews (added by ``run``, removed at their end)."""
+        """Sinks whose lease this writer renews (added by ``run``, removed at their end)."""
         self._running_lock = threading.Lock()
         self._queue: deque[Pending] = deque()
-        self._signal = threading.Event()
         self._signalled = False
         self._closed = False
-        self._thread = threading.Thread(
-            target=self._loop, name="reasoning-stream-redis-writer", daemon=True
-        )
-        self._thread.start()
 
     def hold(self, sink: RedisSink) -> None:
         """Renew ``sink``'s lease from now until its final entry (or a failure)."""
         with self._running_lock:
             self._running.add(sink)
-        self._signal.set()
+        self._wake()
 
     def release(self, sink: RedisSink) -> None:
         with self._running_lock:
@@ -253,41 +241,31 @@ class RedisWriter:
         self._queue.append(item)
         if not self._signalled:
             self._signalled = True
-            self._signal.set()
+            self._wake()
 
-    def close(self) -> None:
-        self._closed = True
-        self._signal.set()
-        self._thread.join(FINISH_TIMEOUT)
+    def _wake(self) -> None:
+        """Wake the writer (any thread)."""
+        raise NotImplementedError
 
-    def _loop(self) -> None:
+    def _take(self) -> list[Pending]:
         queue = self._queue
-        next_beat = time.monotonic() + self._heartbeat
-        while True:
-            wait = max(0.0, next_beat - time.monotonic()) if self._running else None
-            self._signal.wait(wait)
-            self._signal.clear()
-            self._signalled = False
-            if self._delay and not self._closed and queue:
-                time.sleep(self._delay)
-            beat = bool(self._running) and time.monotonic() >= next_beat
-            if beat:
-                next_beat = time.monotonic() + self._heartbeat
-            while queue or beat:
-                batch = [queue.popleft() for _ in range(min(len(queue), _BATCH))]
-                try:
-                    self._write(batch, beat)
-                except Exception as error:
-                    # A bug here must not end the thread: every later run of every stream
-                    # would publish nothing. The streams of this batch fail, loudly.
-                    for sink in {item[0] for item in batch}:
-                        sink.fail(f"the hub could not write ({type(error).__name__}: {error})")
-                        self.release(sink)
-                beat = False
-            if self._closed:
-                return
+        return [queue.popleft() for _ in range(min(len(queue), _BATCH))]
 
-    def _write(self, batch: list[Pending], beat: bool) -> None:
+    def _woke(self, next_beat: float) -> tuple[bool, float]:
+        """The writer woke: whether a heartbeat is due (the running streams renew their
+        leases), and when the next one is."""
+        self._signalled = False
+        now = time.monotonic()
+        if self._running and now >= next_beat:
+            return True, now + self._heartbeat
+        return False, next_beat
+
+    def _plan(
+        self, batch: list[Pending], beat: bool
+    ) -> tuple[list[list[tuple[RedisSink, list[Pending]]]], list[tuple[list[str], list[str]]]]:
+        """The streams of ``batch`` (every running one on a heartbeat), grouped per script
+        call, and the calls: one for all on one server, one per stream on a cluster (a
+        script's keys must share a slot)."""
         hub = self._hub
         per_sink: dict[RedisSink, list[Pending]] = {}
         if beat:  # every running stream renews its lease, with entries or without
@@ -297,7 +275,7 @@ class RedisWriter:
             if item[0].failure is None:
                 per_sink.setdefault(item[0], []).append(item)
         if not per_sink:
-            return
+            return [], []
         head = [
             str(hub.maxlen),
             ttl_seconds(hub.ttl),
@@ -305,8 +283,6 @@ class RedisWriter:
             hold_seconds(hub.lease, hub.ttl),
         ]
         sinks = list(per_sink.items())
-        # One script run for every stream on one server; on a cluster one per stream (a
-        # script's keys must share a slot), pipelined per node.
         groups = [sinks] if not self._cluster else [[item] for item in sinks]
         calls = []
         for group in groups:
@@ -316,11 +292,22 @@ class RedisWriter:
                 keys += sink.keys
                 args += sink.encode(items, beat)
             calls.append((keys, args))
-        results = run_scripts(self._client, self._append, calls)
+        return groups, calls
+
+    def _settle_all(
+        self, groups: list[list[tuple[RedisSink, list[Pending]]]], results: list[Any]
+    ) -> None:
         for group, result in zip(groups, results, strict=True):
             outcomes = [result] * len(group) if isinstance(result, Exception) else result
             for (sink, items), outcome in zip(group, outcomes, strict=True):
                 self._settle(sink, items, outcome)
+
+    def _failed(self, batch: list[Pending], error: Exception) -> None:
+        # A bug here must not end the writer: every later run of every stream would publish
+        # nothing. The streams of this batch fail, loudly.
+        for sink in {item[0] for item in batch}:
+            sink.fail(f"the hub could not write ({type(error).__name__}: {error})")
+            self.release(sink)
 
     def _settle(self, sink: RedisSink, items: list[Pending], outcome: object) -> None:
         """Tell ``sink`` what became of its part of a write (1: written)."""
@@ -343,3 +330,55 @@ class RedisWriter:
         sink.confirm(len(items), final)
         if final:
             self.release(sink)
+
+
+class RedisWriter(Writes):
+    """The hub's writer thread, for runs on threads and on trio (asyncio runs have a task of
+    their loop, ``_redis_loop_writer``).
+
+    Callbacks only append to a deque and, once per batch, set an event: the run pays for
+    neither encoding nor network. Entries that come while a write is in flight go together
+    in the next one; ``delay`` (seconds, default none) lingers after waking so that one round
+    trip carries more. ``append`` is the append script registered on ``client``.
+    """
+
+    def __init__(self, hub: HubSettings, client: Any, append: Any, delay: float) -> None:
+        super().__init__(hub, is_cluster(client))
+        self._client = client
+        self._append = append
+        self._delay = delay
+        self._signal = threading.Event()
+        self._thread = threading.Thread(
+            target=self._loop, name="reasoning-stream-redis-writer", daemon=True
+        )
+        self._thread.start()
+
+    def _wake(self) -> None:
+        self._signal.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._signal.set()
+        self._thread.join(FINISH_TIMEOUT)
+
+    def _loop(self) -> None:
+        queue = self._queue
+        next_beat = time.monotonic() + self._heartbeat
+        while True:
+            wait = max(0.0, next_beat - time.monotonic()) if self._running else None
+            self._signal.wait(wait)
+            self._signal.clear()
+            if self._delay and not self._closed and queue:
+                time.sleep(self._delay)
+            beat, next_beat = self._woke(next_beat)
+            while queue or beat:
+                batch = self._take()
+                try:
+                    groups, calls = self._plan(batch, beat)
+                    if calls:
+                        self._settle_all(groups, run_scripts(self._client, self._append, calls))
+                except Exception as error:
+                    self._failed(batch, error)
+                beat = False
+            if self._closed:
+                return

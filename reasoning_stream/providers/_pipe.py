@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .._arguments import flag, json_object, number, optional_flag, seconds
 from .._callbacks import CallbackErrorHandler
 from .._capture import PipeResult
 from .._effort import (
@@ -31,7 +32,7 @@ from .._effort import (
     validate_reasoning,
 )
 from .._events import ACCOUNT_KEY, PREFIX_KEY
-from .._exceptions import ProviderError, UsageError
+from .._exceptions import InvalidValueError, ProviderError, UsageError
 from .._messages import strip_inert_keys
 from .._pipe import Prompt
 from .._tools import Tool, ToolChoice, ToolLike, check_tool_choice, to_tools
@@ -170,6 +171,9 @@ class ProviderPipe(Driver, metaclass=_Validated):
     construction, so a client of another SDK is refused there."""
     client_hint: ClassVar[str] = "the provider SDK's client"
     """What ``client=`` takes, in words, for the error that refuses another object."""
+    start_unset: ClassVar[str | None] = "the model's profile decides"
+    """What ``start_in_reasoning=None`` means, for the pipes that take the keyword; ``None``:
+    only ``True`` or ``False`` are taken."""
 
     def __init__(
         self,
@@ -203,8 +207,8 @@ class ProviderPipe(Driver, metaclass=_Validated):
         check_tool_choice(tool_choice, self.tools)
         self.tool_choice: ToolChoice | None = tool_choice
         """``"auto"``, ``"required"``, ``"none"``, a tool's name, or ``None`` (not sent)."""
-        self.temperature: float | None = _number("temperature", temperature, 0.0, None)
-        self.top_p: float | None = _number("top_p", top_p, 0.0, 1.0)
+        self.temperature: float | None = number("temperature", temperature, 0.0, None)
+        self.top_p: float | None = number("top_p", top_p, 0.0, 1.0)
         if max_tokens is not None and (
             isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
         ):
@@ -213,10 +217,7 @@ class ProviderPipe(Driver, metaclass=_Validated):
         self.stop: tuple[str, ...] | None = _stop_sequences(type(self), stop)
         """The stop sequences (``stop="x"`` is ``("x",)``), or ``None``."""
         validate_reasoning(reasoning)
-        try:
-            check_display(reasoning_display)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
+        check_display(reasoning_display)
         if not isinstance(stream, bool):
             raise UsageError(f"stream must be True or False, got {stream!r}")
         self.reasoning: Reasoning = reasoning
@@ -233,10 +234,10 @@ class ProviderPipe(Driver, metaclass=_Validated):
         self.client = client
         self.base_url = base_url.rstrip("/") if base_url else None
         self._api_key = api_key
-        self.extra_body: dict[str, Any] = dict(extra_body or {})
+        self.extra_body: dict[str, Any] = dict(json_object("extra_body", extra_body) or {})
         self.request_settings: dict[str, int | float] = {}
         """What the last request sent of ``max_tokens``, ``temperature``, ``top_p``."""
-        self.timeout = timeout
+        self.timeout = seconds("timeout", timeout)
         self.endpoint = self.base_url
         if self.endpoint is None and client is not None:
             root = str(getattr(client, "base_url", None) or "").rstrip("/")
@@ -260,10 +261,18 @@ class ProviderPipe(Driver, metaclass=_Validated):
         checks by extending this method.
         """
         self._validate_client()
+        start = getattr(self, "start_in_reasoning", False)  # pipes that may meet inline tags
+        if self.start_unset is None:
+            flag("start_in_reasoning", start)
+        else:
+            optional_flag("start_in_reasoning", start, none=self.start_unset)
         if self.provider is not None and (
             self.reasoning is not None or self.reasoning_display is not None
         ):
-            self._planned(check_reasoning)
+            try:
+                self._planned(check_reasoning)
+            except ValueError as error:  # the model's row refuses the setting
+                raise InvalidValueError(f"{self.name}: {error}") from None
 
     def _validate_client(self) -> None:
         client = self.client
@@ -301,7 +310,7 @@ class ProviderPipe(Driver, metaclass=_Validated):
         Event callbacks see each attempt's ``Finish``. Off by default (``attempts=0``).
         """
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
-            raise ValueError(f"attempts must be a non-negative int, got {attempts!r}")
+            raise InvalidValueError(f"attempts must be a non-negative int, got {attempts!r}")
         self._exhaustion_retries = attempts
         return self
 
@@ -518,17 +527,6 @@ class ProviderPipe(Driver, metaclass=_Validated):
                 text=len(result.text),
             )
         return raised
-
-
-def _number(name: str, value: object, low: float, high: float | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UsageError(f"{name} must be a number, got {value!r}")
-    if value < low or (high is not None and value > high):
-        span = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
-        raise UsageError(f"{name} must be {span}, got {value!r}")
-    return value
 
 
 def _stop_sequences(kind: type[ProviderPipe], stop: object) -> tuple[str, ...] | None:

@@ -103,7 +103,10 @@ def test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing(
                 pipe = ScriptedPipe([TextDelta(f"{n} ") for n in range(count)])
                 runner = threading.Thread(target=hub.run, args=(stream_id, pipe, "go"))
                 runner.start()
-                while runner.is_alive() or len(got["fast"]) < len(hub.read(stream_id)):
+                total: int | None = None  # known once the run ended (read once: it is long)
+                while total is None or len(got["fast"]) < total:
+                    if total is None and not runner.is_alive():
+                        total = len(hub.read(stream_id))
                     follower: Any = (
                         hub._reader_thread
                         if backend == "trio"

@@ -20,7 +20,7 @@ import ollama
 import openai
 import pytest
 
-from reasoning_stream import profiles
+from reasoning_stream import _effort, profiles
 from reasoning_stream._effort import ReasoningWarning, rooted_examples, table_examples
 from reasoning_stream.profiles import UnknownModelWarning
 from reasoning_stream.providers import (
@@ -44,6 +44,13 @@ ARN = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/effo
 def _routed(name: str, path: str | None = None) -> Transcript:
     transcript = Transcript.load(name)
     return transcript if path is None else dataclasses.replace(transcript, path=path)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warning_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sees its rows' warnings: one issued once per process may have been spent
+    by an earlier test (a docs snippet planning the same model), whatever the order."""
+    monkeypatch.setattr(_effort, "_warned", set())
 
 
 @pytest.fixture(scope="module")

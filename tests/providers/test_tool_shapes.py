@@ -75,7 +75,7 @@ WEATHER_SCHEMA = {
     "type": "object",
     "properties": {
         "city": {"type": "string", "description": "the city's name."},
-        "unit": {"type": "string", "enum": ["c", "f"]},
+        "unit": {"type": "string", "enum": ["c", "f"], "default": "c"},
     },
     "required": ["city"],
     "additionalProperties": False,
@@ -309,8 +309,10 @@ def test_gemini_sends_function_declarations_and_generation_config(wire: Wire) ->
 
 def test_ollama_sends_function_tools_and_runtime_options(wire: Wire) -> None:
     """Through the ollama SDK, whose ``Tool`` type keeps each property's ``type``, ``items``,
-    ``description`` and ``enum`` (Ollama's server reads no more of a property)."""
+    ``description`` and ``enum`` (Ollama's server reads no more of a property): a
+    ``default`` stays out."""
     body = wire.ollama_chat(tools=[get_weather], options={"num_ctx": 4096}, **SETTINGS)
+    properties = WEATHER_SCHEMA["properties"]
     assert body["tools"] == [
         {
             "type": "function",
@@ -319,7 +321,10 @@ def test_ollama_sends_function_tools_and_runtime_options(wire: Wire) -> None:
                 "description": "Current weather for a city.",
                 "parameters": {
                     "type": "object",
-                    "properties": WEATHER_SCHEMA["properties"],
+                    "properties": {
+                        "city": properties["city"],
+                        "unit": {"type": "string", "enum": ["c", "f"]},
+                    },
                     "required": ["city"],
                 },
             },

@@ -183,6 +183,7 @@ class BedrockPipe(ProviderPipe):
         "invoke_model_with_response_stream",
     )
     client_hint: ClassVar[str] = "a boto3 client for 'bedrock-runtime'"
+    start_unset: ClassVar[str | None] = "DeepSeek-R1 ids start inside, others do not"
 
     def __init__(
         self,

@@ -91,6 +91,7 @@ class OllamaPipe(ProviderPipe):
     client_methods: ClassVar[tuple[str, ...]] = ("chat", "generate")
     client_classes: ClassVar[tuple[str, str] | None] = ("Client", "AsyncClient")
     client_hint: ClassVar[str] = "an ollama.Client or ollama.AsyncClient"
+    start_unset: ClassVar[str | None] = None  # where a template starts is the caller's here
 
     def __init__(
         self,

@@ -69,6 +69,7 @@ class OpenRouterPipe(OpenAIChatPipe):
     reasoning_passback_field: ClassVar[str] = "reasoning"
     default_base_url: ClassVar[str] = OPENROUTER_BASE_URL
     api_key_env: ClassVar[str] = "OPENROUTER_API_KEY"
+    start_unset: ClassVar[str | None] = "False: OpenRouter separates reasoning itself"
 
     def __init__(
         self,
