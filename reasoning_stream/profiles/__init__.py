@@ -26,7 +26,17 @@ low/medium/high, passback within the tool loop, no cross-model reading, no bindi
 
 from __future__ import annotations
 
-from ._model import CONTROLS, DISPLAYS, FIELDS, LEVELS, PASSBACK, THINKING, Inline, ModelProfile
+from ._model import (
+    CONTROLS,
+    DISPLAY_CONTROLS,
+    DISPLAYS,
+    FIELDS,
+    LEVELS,
+    PASSBACK,
+    THINKING,
+    Inline,
+    ModelProfile,
+)
 from ._registry import (
     ENV,
     ProfileRow,
@@ -45,6 +55,7 @@ from ._tables import passback_table
 __all__ = [
     "CONTROLS",
     "DISPLAYS",
+    "DISPLAY_CONTROLS",
     "ENV",
     "FIELDS",
     "LEVELS",

@@ -14,6 +14,7 @@ __all__ = [
     "BINDINGS",
     "CONTROLS",
     "DISPLAYS",
+    "DISPLAY_CONTROLS",
     "FIELDS",
     "LEVELS",
     "PASSBACK",
@@ -59,6 +60,12 @@ disabled}``, with ``reasoning_effort`` where levels are documented); ``chat_temp
 (vLLM and SGLang's ``chat_template_kwargs.enable_thinking``); ``enable_thinking`` (a top-level
 switch, as on DashScope). Bedrock Nova: ``reasoning_config``. A provider reads the controls its
 wire has and ignores the others."""
+DISPLAY_CONTROLS: tuple[str, ...] = ("google_thinking_config",)
+"""How a ``reasoning_display`` is asked for on the wire where the provider's usual way does not
+say it (``None``: the provider's usual field, or none). ``google_thinking_config``: Gemini's own
+``thinking_config.include_thoughts`` inside the request body's ``extra_body.google``, on Gemini's
+OpenAI-compatible endpoint (https://ai.google.dev/gemini-api/docs/openai#thinking). A provider
+reads the display controls its wire has and ignores the others."""
 BINDINGS: tuple[str, ...] = ("account", "prefix")
 """Extra scopes of opaque state: the account that made it; the unchanged request prefix."""
 PASSBACK_DETAILS: tuple[str, ...] = (
@@ -121,6 +128,9 @@ class ModelProfile:
     binding: tuple[str, ...] = ()
     inline: Inline = field(default_factory=Inline)
     control: str | None = None
+    display_control: str | None = None
+    """How ``reasoning_display`` is sent where the provider's usual way does not say it
+    (``DISPLAY_CONTROLS``)."""
     budget_range: tuple[int, int] | None = None
     """The documented thinking-budget range in tokens, ``(least, most)``, where it is bounded."""
     thinking_rejects: tuple[str, ...] = ()
@@ -203,6 +213,7 @@ FIELDS: tuple[str, ...] = (
     "binding",
     "inline",
     "control",
+    "display_control",
     "budget_range",
     "thinking_rejects",
     "thinking_top_p",
@@ -350,6 +361,8 @@ def with_fields(base: ModelProfile, fields: Mapping[str, Any], where: str) -> Mo
             changes[name] = _sources(value, where)
         elif name == "control":
             changes[name] = None if value is None else _one(value, name, CONTROLS, where)
+        elif name == "display_control":
+            changes[name] = None if value is None else _one(value, name, DISPLAY_CONTROLS, where)
         elif name == "budget_range":
             changes[name] = _budget_range(value, where)
         elif name == "thinking_rejects":

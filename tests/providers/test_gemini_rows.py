@@ -47,7 +47,7 @@ def no_user_rows() -> Iterator[None]:
 
 def _same_but_inline(one: profiles.ModelProfile, other: profiles.ModelProfile) -> bool:
     def core(p: profiles.ModelProfile) -> profiles.ModelProfile:
-        return replace(p, inline=Inline(), sources=(), note="", pattern=None)
+        return replace(p, inline=Inline(), display_control=None, sources=(), note="", pattern=None)
 
     return core(one) == core(other)
 
@@ -59,7 +59,8 @@ def test_only_the_compatible_endpoints_row_names_the_thought_tag(model: str) -> 
     gateway = profiles.lookup("openrouter", f"google/{model}")
     assert compatible.inline == Inline(("thought",), opens_inside=False, at_start=True)
     assert native.inline == Inline() and gateway.inline == Inline()
-    # The rows differ in how thinking comes back, and in nothing else.
+    # The rows differ in how thinking comes back (and how a display is asked for: see
+    # test_gemini_compat_display.py), and in nothing else.
     assert _same_but_inline(compatible, native) and _same_but_inline(native, gateway)
     assert COMPAT_DOC in [url for url, _ in compatible.sources]
     assert COMPAT_DOC not in [url for url, _ in native.sources]

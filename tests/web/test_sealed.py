@@ -37,7 +37,7 @@ from reasoning_stream.testing import ScriptedPipe
 from reasoning_stream.testing._wire import Transcript, WireServer
 from reasoning_stream.web import create_app
 from tests.conversation.test_envelopes import assert_unreadable
-from tests.web.conftest import JS_DIR, serve
+from tests.web.conftest import serve
 from tests.web.sse import get, parse
 
 KEY = secrets.token_bytes(32)
@@ -46,16 +46,6 @@ THINKING = {"type": "enabled", "budget_tokens": 2048}
 FIRST, FOLLOW_UP = "anthropic_interleaved_tool", "anthropic_tool_answer"
 RESULT = "18 °C, sunny"
 MESSAGES = TypeAdapter(list[AGUIMessage])
-
-
-@pytest.fixture(scope="module")
-def js() -> Path:
-    """The npm packages of tests/web/js (the ``ai`` package and ``@ag-ui/client``)."""
-    if not (JS_DIR / "node_modules" / "@ag-ui" / "client").exists():
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, check=True, timeout=300
-        )
-    return JS_DIR
 
 
 def node(script: Path, argument: Any, stdin: str = "") -> Any:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal, Unpack
 
 import httpx
 
+from ..._effort_planner import merge_params
 from ..._exceptions import UsageError
 from ..._pipe import Prompt
 from ..._tags import grammar_for
@@ -161,7 +162,8 @@ class OpenAIChatPipe(ProviderPipe):
     # ----------------------------------------------------------------------------- request
 
     def build_request(self, prompt: Prompt | Any) -> dict[str, Any]:
-        """The JSON body of the request for ``prompt`` (``extra_body`` merged last).
+        """The JSON body of the request for ``prompt`` (``extra_body`` merged last, nested
+        fields key by key: its values win over the effort plan's).
 
         With the SDK transport, ``model`` and ``messages`` become the call's arguments and
         everything else goes through the SDK's ``extra_body``, so the wire body is the same.
@@ -175,9 +177,9 @@ class OpenAIChatPipe(ProviderPipe):
             body["stream_options"] = {"include_usage": True}
         body.update(request.chat_options(self, request.max_tokens_field(self.api_url())))
         body.update(self.request_options())
-        body = self.with_reasoning(body)
-        body.update(self.extra_body)
-        return body
+        # extra_body merges key by key and its values win: a user's own
+        # extra_body.google.thinking_config.thinking_budget goes beside a planned include_thoughts.
+        return merge_params(self.with_reasoning(body), self.extra_body)
 
     def request_options(self) -> dict[str, Any]:
         """Body fields a host-specific pipe adds (merged before ``extra_body``)."""

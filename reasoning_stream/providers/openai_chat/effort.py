@@ -3,7 +3,10 @@
 What a model can do is its profile's (``thinking``, ``efforts``, ``control``); this module
 only writes the fields: ``reasoning_effort``; ``thinking: {type}`` (DeepSeek, Kimi), with
 ``reasoning_effort`` where levels are documented; ``chat_template_kwargs.enable_thinking``
-(vLLM, SGLang); a top-level ``enable_thinking`` (DashScope).
+(vLLM, SGLang); a top-level ``enable_thinking`` (DashScope). ``reasoning_display`` has no
+Chat Completions field; a row whose ``display_control`` is ``google_thinking_config`` (Gemini's
+OpenAI-compatible endpoint) gets Gemini's own, ``extra_body.google.thinking_config.
+include_thoughts`` in the body (https://ai.google.dev/gemini-api/docs/openai#thinking).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from ..._effort_planner import (
     Draft,
     EffortPlanner,
     always_reasons,
-    displayless,
     level_for,
+    merge_params,
+    nearest_display,
+    without_display,
 )
 from ...profiles import ModelProfile
 
@@ -110,5 +115,20 @@ def _describe(fields: dict[str, Any]) -> list[str]:
     return found
 
 
-PLANNER = EffortPlanner(displayless(_plan, "Chat Completions"))
+def _plan_chat(
+    profile: ModelProfile, model: str, ask: Ask, max_tokens: int | None, where: str
+) -> Draft:
+    draft = _plan(profile, ask, where)
+    if ask.display is None or profile.display_control != "google_thinking_config":
+        return without_display(draft, ask, profile, where, "Chat Completions")
+    # Gemini's OpenAI-compatible endpoint: its own thinking_config, inside the body's
+    # extra_body (ai.google.dev/gemini-api/docs/openai#thinking, the REST example's body).
+    chosen, notes = nearest_display(profile, ask.display, where)
+    draft.warnings.extend(notes)
+    google = {"google": {"thinking_config": {"include_thoughts": chosen != "omitted"}}}
+    draft.params = merge_params(draft.params, {"extra_body": google})
+    return draft
+
+
+PLANNER = EffortPlanner(_plan_chat)
 """Chat Completions' effort plan (OpenAI, DeepSeek, Kimi, xAI, Mistral, DashScope, vLLM, ...)."""
