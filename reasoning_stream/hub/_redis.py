@@ -374,6 +374,7 @@ class RedisHub(Hub):
                         stop_channel(self.prefix),
                         self._controls,
                         self._marked,
+                        wake=lambda: self._client.publish(stop_channel(self.prefix), ""),
                     )
             if self._marked([stream_id]):
                 control.request()

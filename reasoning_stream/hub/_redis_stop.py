@@ -38,8 +38,12 @@ class StopListener:
         channel: str,
         controls: Callable[[], dict[str, RunControl]],
         marked: Callable[[list[str]], list[str]],
+        wake: Callable[[], object] | None = None,
     ) -> None:
         self._connect = connect
+        self._wake = wake
+        """Publishes a message no run answers to (an empty id), so ``close`` need not wait
+        for the poll."""
         self._channel = channel
         self._controls = controls
         self._marked = marked
@@ -62,6 +66,9 @@ class StopListener:
 
     def close(self) -> None:
         self._closed = True
+        if self._wake is not None:
+            with contextlib.suppress(Exception):
+                self._wake()
         self._thread.join(2 * _POLL + 1)
         with contextlib.suppress(Exception):
             self._pubsub.close()

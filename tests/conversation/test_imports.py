@@ -47,7 +47,10 @@ def _internal(module: str) -> set[str]:
 BELOW_CORE = {
     "reasoning_stream._turns": {"reasoning_stream._events"},
     # The planners read the model profiles, which sit in the same layer (model knowledge).
-    "reasoning_stream._effort_planner": {"reasoning_stream.profiles"},
+    "reasoning_stream._effort_planner": {
+        "reasoning_stream._exceptions",
+        "reasoning_stream.profiles",
+    },
     "reasoning_stream.providers._spec": {
         "reasoning_stream._effort_planner",
         "reasoning_stream._turns",

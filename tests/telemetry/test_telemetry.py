@@ -420,7 +420,9 @@ def test_misuse_before_the_run_is_a_span_with_the_usage_error(otel: Otel) -> Non
         pipe.run("x")
     attributes = dict(only_span(otel).attributes or {})
     assert attributes["error.type"] == "reasoning_stream.UsageError"
-    assert "reasoning_stream.status" not in attributes  # no result: nothing ran
+    # The refusal ends this run like any other error (API section 4: whatever the ending,
+    # the run has its result), so the span carries its status.
+    assert attributes["reasoning_stream.status"] == "error"
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
