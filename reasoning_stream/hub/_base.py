@@ -1,4 +1,5 @@
-"""What every hub shares: the errors, and ``run`` / ``arun`` written once over a sink.
+"""What every hub shares: ``run`` / ``arun`` written once over a sink (the errors are in
+``_errors``, and named here too).
 
 A hub publishes a run through two callbacks it attaches for that run only: a streaming
 callback (channel chunks) and an event callback (typed events). Both hand their item to the
@@ -24,7 +25,7 @@ import anyio.to_thread
 from anyio.abc import TaskStatus
 
 from .._events import Event
-from .._exceptions import ReasoningStreamError, UsageError
+from .._exceptions import UsageError
 from .._loops import warn_if_loop_running
 from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
@@ -32,6 +33,15 @@ from .._stream import ReasoningStream
 from .._unicode import is_clean
 from ..conversation._tool_loop import ToolLoopResult
 from ..conversation._tool_runnable import ToolLoop
+from ._entry import aclose
+from ._errors import (
+    HubError,
+    InvalidEntryIdError,
+    PublishError,
+    StreamExistsError,
+    StreamExpiredError,
+    StreamNotFoundError,
+)
 from ._stop import STOP_GRACE, THREADS, RunControl, Stopped
 
 if TYPE_CHECKING:
@@ -59,43 +69,6 @@ logger = logging.getLogger("reasoning_stream.hub")
 
 _CLOSING_TIMEOUT = 10.0
 """Seconds a cancelled ``arun`` may still spend writing its final entry."""
-
-
-class HubError(ReasoningStreamError):
-    """A hub could not do what was asked; the subclasses say what."""
-
-
-class StreamExistsError(HubError, UsageError):
-    """A run was started on a stream id that is taken (running, finished, or ended as lost).
-
-    The claim of an id is atomic, in one process (a lock) and across processes (one Redis
-    script): of two runs started on one id at once, exactly one runs.
-    """
-
-
-class StreamNotFoundError(HubError, LookupError):
-    """No stream with that id appeared within the reader's ``timeout=``."""
-
-
-class StreamExpiredError(HubError, LookupError):
-    """``after=`` names an entry that retention trimmed, of a stream that may have expired."""
-
-
-class InvalidEntryIdError(HubError, ValueError):
-    """``after=`` is not an entry id this hub could have written for that stream."""
-
-
-class PublishError(HubError):
-    """The run finished, but the hub could not publish all of it.
-
-    ``result`` holds the run's result, as for every error a run raises; ``unpublished``
-    counts the entries that readers will not see (the final entry included when it is one of
-    them).
-    """
-
-    def __init__(self, message: str, *, unpublished: int) -> None:
-        super().__init__(message)
-        self.unpublished = unpublished
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +194,7 @@ class Hub:
             async for entry in entries:
                 yield [entry]
         finally:
-            await _aclose(entries)
+            await aclose(entries)
 
     def check_entry_id(self, entry_id: str) -> None:
         """Raise :class:`InvalidEntryIdError` unless ``entry_id`` has this hub's id shape."""
@@ -605,20 +578,3 @@ def _conclude(failure: _Failure | None, result: Result) -> Result:
         error.result = result if isinstance(result, PipeResult) else result.results[-1]
     error.pipeline_result = result if isinstance(result, PipelineResult) else None  # type: ignore[attr-defined]
     raise error
-
-
-async def entries_of(batches: AsyncIterator[list[Entry]]) -> AsyncIterator[Entry]:
-    """The entries of ``batches`` one by one (closing them when the reader stops early)."""
-    try:
-        async for batch in batches:
-            for entry in batch:
-                yield entry
-    finally:
-        await _aclose(batches)
-
-
-async def _aclose(iterator: AsyncIterator[object]) -> None:
-    """Close ``iterator`` now when it can be (a generator holding a subscription)."""
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from .._events import (
 )
 from .._pipe import Status
 
-__all__ = ["Entry", "event_from_dict", "event_to_dict"]
+__all__ = ["Entry", "aclose", "entries_of", "event_from_dict", "event_to_dict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,3 +124,20 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     if kind == "reasoning_hidden":
         return ReasoningHidden(data["duration"], data.get("tokens"), source=source)
     raise ValueError(f"unknown event kind {kind!r}")
+
+
+async def entries_of(batches: AsyncIterator[list[Entry]]) -> AsyncIterator[Entry]:
+    """The entries of ``batches`` one by one (closing them when the reader stops early)."""
+    try:
+        async for batch in batches:
+            for entry in batch:
+                yield entry
+    finally:
+        await aclose(batches)
+
+
+async def aclose(iterator: AsyncIterator[object]) -> None:
+    """Close ``iterator`` now when it can be (a generator holding a subscription)."""
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        await close()

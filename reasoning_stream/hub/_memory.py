@@ -22,9 +22,8 @@ from ._base import (
     StreamExpiredError,
     StreamNotFoundError,
     _Failure,
-    entries_of,
 )
-from ._entry import Entry
+from ._entry import Entry, entries_of
 from ._wake import Wakeup
 
 __all__ = ["MemoryHub"]

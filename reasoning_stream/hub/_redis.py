@@ -27,8 +27,8 @@ from .._exceptions import UsageError
 from .._pipe import Status
 from .._redis_client import cluster_hint, connect, run_scripts
 from .._redis_keys import check_prefix, redacted_url
-from ._base import Hub, HubError, StreamExistsError, _Failure, entries_of
-from ._entry import Entry
+from ._base import Hub, HubError, StreamExistsError, _Failure
+from ._entry import Entry, entries_of
 from ._follow import BLOCK_MS, Follower
 from ._follow_loop import LoopFollower
 from ._redis_codec import (

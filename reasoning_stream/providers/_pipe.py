@@ -44,6 +44,7 @@ from ._descent import adescend, descend
 from ._driver import Driver
 from ._errors import explain, provider_error, redact_exception_chain
 from ._spec import logger_for, spec
+from ._validated import Validated
 
 if TYPE_CHECKING:
     from .._channel import Channel
@@ -83,46 +84,7 @@ class EndpointOptions(PipeOptions, total=False):
     account: str | None
 
 
-class _Validated(type):
-    """Runs a provider pipe's whole-configuration checks once, after its outermost ``__init__``.
-
-    Provider constructors are layered (``OpenRouterPipe`` -> ``OpenAIChatPipe`` ->
-    ``ProviderPipe``), and some checks need what the outer layers set (a transport, an
-    output limit): a misconfigured pipe fails at its construction, not at its first run.
-    """
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        pipe = super().__call__(*args, **kwargs)
-        pipe.validate()
-        return pipe
-
-    @property
-    def __signature__(cls) -> Any:
-        # ``inspect.signature(AnthropicPipe)`` would otherwise read ``__call__`` above and show
-        # ``(*args, **kwargs)``: IDEs, docs and introspecting frameworks get ``__init__``'s.
-        import inspect
-
-        # A layer that passes ``**options`` on shows the keywords of the layer below it
-        # instead, with their defaults (``stream=True``, ...), so the signature is complete.
-        parameters: dict[str, inspect.Parameter] = {}
-        rest: inspect.Parameter | None = None
-        for layer in cls.__mro__:
-            init = vars(layer).get("__init__")
-            if init is None:
-                continue
-            rest = None
-            for parameter in list(inspect.signature(init).parameters.values())[1:]:
-                if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-                    rest = parameter
-                elif parameter.name not in parameters:
-                    parameters[parameter.name] = parameter
-            if rest is None or layer is ProviderPipe:
-                break
-        ordered = sorted(parameters.values(), key=lambda parameter: parameter.kind)
-        return inspect.Signature([*ordered, *([rest] if rest is not None else [])])
-
-
-class ProviderPipe(Driver, metaclass=_Validated):
+class ProviderPipe(Driver, metaclass=Validated):
     """Base of the provider pipes: a model, a client or an endpoint, and request options.
 
     Args:
@@ -161,6 +123,9 @@ class ProviderPipe(Driver, metaclass=_Validated):
             is named by a fingerprint of the API key (never the key); a pipe that sees no
             key (a boto3 client, Ollama) is the unnamed account.
     """
+
+    _signature_root = True
+    """Where ``inspect.signature`` stops gathering the keywords of the layers (``Validated``)."""
 
     supports_stop: ClassVar[bool] = True
     """Whether the API takes stop sequences (``stop=`` is refused where it does not)."""
