@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -38,11 +39,13 @@ class LoopWriter(Writes):
         script: str,
     ) -> None:
         super().__init__(hub, cluster=False)
-        self._loop = loop
+        # Weakly: the hub keeps a writer per loop, by the loop, for as long as the loop lives.
+        self._loop = weakref.ref(loop)
         self._loop_thread = threading.get_ident()
         self._connect = connect
         self._script_text = script
-        self._event = asyncio.Event()
+        self._event: asyncio.Event | None = None
+        """The running task's (an event holds its loop once waited on)."""
         self._task: asyncio.Task[None] | None = None
         self._client: Any = None
         """The task's connection (a redis-py asyncio ``Connection``), made on first write."""
@@ -51,14 +54,21 @@ class LoopWriter(Writes):
     def _wake(self) -> None:
         if threading.get_ident() == self._loop_thread:
             self._start_or_set()
-        else:  # a run opened in a worker thread, or a callback from one
+            return
+        loop = self._loop()  # a run opened in a worker thread, or a callback from one
+        if loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop has closed
-                self._loop.call_soon_threadsafe(self._start_or_set)
+                loop.call_soon_threadsafe(self._start_or_set)
 
     def _start_or_set(self) -> None:
-        self._event.set()
-        if self._task is None and not self._loop.is_closed():
-            self._task = self._loop.create_task(self._run(), name="reasoning-stream-redis-writer")
+        if self._task is not None and self._event is not None:
+            self._event.set()
+            return
+        loop = self._loop()
+        if loop is None or loop.is_closed():
+            return
+        self._event = asyncio.Event()
+        self._task = loop.create_task(self._run(self._event), name="reasoning-stream-redis-writer")
 
     def close(self) -> None:
         """The hub closes: the task ends once it has written what is pending (any thread)."""
@@ -71,7 +81,7 @@ class LoopWriter(Writes):
         with self._running_lock:
             return not self._queue and not self._running
 
-    async def _run(self) -> None:
+    async def _run(self, event: asyncio.Event) -> None:
         queue = self._queue
         next_beat = time.monotonic() + self._heartbeat
         try:
@@ -82,8 +92,8 @@ class LoopWriter(Writes):
                     wait = max(0.0, next_beat - time.monotonic())
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(wait):
-                            await self._event.wait()
-                self._event.clear()
+                            await event.wait()
+                event.clear()
                 beat, next_beat = self._woke(next_beat)
                 while queue or beat:
                     batch = self._take()
@@ -93,7 +103,7 @@ class LoopWriter(Writes):
                         self._failed(batch, error)
                     beat = False
         finally:
-            self._task = None
+            self._task = self._event = None
             connection, self._client = self._client, None
             if connection is not None:
                 with contextlib.suppress(Exception):

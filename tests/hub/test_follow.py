@@ -127,3 +127,28 @@ def test_a_reader_that_stops_taking_costs_bounded_memory_and_loses_nothing(
         hub.close()
     assert peak <= SUBSCRIBER_BUFFER
     assert got["slow"] == whole and got["fast"] == whole
+
+
+def test_a_hub_used_from_many_event_loops_keeps_none_of_them(redis_url: str) -> None:
+    """A hub keeps one writer task and one reader task per asyncio loop, by the loop, weakly:
+    an app that calls ``anyio.run`` per request does not pile up dead loops in its hub."""
+    import gc
+
+    import anyio
+
+    hub = RedisHub(redis_url)
+
+    async def once(n: int) -> None:
+        stream_id = f"loops-{n}-{uuid.uuid4().hex}"
+        with anyio.fail_after(10):
+            await hub.arun(stream_id, ScriptedPipe([TextDelta("a"), TextDelta("b")]), "go")
+            got = [entry.chunk async for entry in hub.subscribe(stream_id)]
+        assert "".join(got) == "ab"
+
+    try:
+        for n in range(3):
+            anyio.run(once, n)
+        gc.collect()
+        assert len(hub._loop_writers) == 0 and len(hub._loop_followers) == 0
+    finally:
+        hub.close()
