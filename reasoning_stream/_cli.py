@@ -132,9 +132,9 @@ def build_pipe(
         options["stream"] = False
     try:
         pipe: Pipe = cls(model, **options)
-    except UsageError:
-        raise
     except (TypeError, ValueError) as error:
+        if isinstance(error, UsageError) and not isinstance(error, ValueError):
+            raise  # a misuse of the pipe by this module, not a value the user typed
         message = str(error)  # a pipe's own message names its provider already; don't double it
         raise CommandError(message if provider in message else f"{provider}: {message}") from error
     return pipe
