@@ -45,11 +45,22 @@ class RedisServer:
                 self.process.wait(timeout=10)
 
 
-def _answers_ping(port: int) -> bool:
+def _answers_ping(port: int, pid: int | None = None) -> bool:
+    """Whether a Redis answers on ``port``; with ``pid``, whether it is that process (another
+    worker's server may have taken the port between probing it and our server binding it)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
-            connection.sendall(b"PING\r\n")
-            return connection.recv(16).startswith(b"+PONG")
+            if pid is None:
+                connection.sendall(b"PING\r\n")
+                return connection.recv(16).startswith(b"+PONG")
+            connection.sendall(b"INFO server\r\n")
+            reply = b""
+            while b"process_id:" not in reply or not reply.endswith(b"\r\n"):
+                data = connection.recv(65536)
+                if not data:
+                    return False
+                reply += data
+            return f"process_id:{pid}\r\n".encode() in reply
     except OSError:
         return False
 
@@ -91,7 +102,7 @@ def running_redis(
         server = RedisServer(process, port, folder)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and process.poll() is None:
-            if _answers_ping(port):
+            if _answers_ping(port, process.pid):
                 try:
                     yield server
                 finally:
