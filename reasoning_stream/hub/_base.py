@@ -29,11 +29,11 @@ from .._exceptions import UsageError
 from .._loops import warn_if_loop_running
 from .._pipe import Pipe, PipeResult, Prompt, Status
 from .._pipeline import Pipeline, PipelineResult
+from .._sources import aclose_source
 from .._stream import ReasoningStream
 from .._unicode import is_clean
 from ..conversation._tool_loop import ToolLoopResult
 from ..conversation._tool_runnable import ToolLoop
-from ._entry import aclose
 from ._errors import (
     HubError,
     InvalidEntryIdError,
@@ -194,7 +194,7 @@ class Hub:
             async for entry in entries:
                 yield [entry]
         finally:
-            await aclose(entries)
+            await aclose_source(entries)
 
     def check_entry_id(self, entry_id: str) -> None:
         """Raise :class:`InvalidEntryIdError` unless ``entry_id`` has this hub's id shape."""

@@ -21,8 +21,9 @@ from .._events import (
     UsageReport,
 )
 from .._pipe import Status
+from .._sources import aclose_source
 
-__all__ = ["Entry", "aclose", "entries_of", "event_from_dict", "event_to_dict"]
+__all__ = ["Entry", "entries_of", "event_from_dict", "event_to_dict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +134,4 @@ async def entries_of(batches: AsyncIterator[list[Entry]]) -> AsyncIterator[Entry
             for entry in batch:
                 yield entry
     finally:
-        await aclose(batches)
-
-
-async def aclose(iterator: AsyncIterator[object]) -> None:
-    """Close ``iterator`` now when it can be (a generator holding a subscription)."""
-    close = getattr(iterator, "aclose", None)
-    if close is not None:
-        await close()
+        await aclose_source(batches)

@@ -115,9 +115,23 @@ class Follows:
     (``_follow_loop.LoopFollower``); ``_lock`` guards the maps (uncontended on one loop).
     """
 
-    def __init__(self, decode: Callable[[str, dict[str, str]], Entry], describe: str) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        control: Any,
+        decode: Callable[[str, dict[str, str]], Entry],
+        describe: str,
+        sweep_every: float,
+    ) -> None:
+        self._connect = connect
+        """The reading connection's client (its own connection: it blocks in ``XREAD``)."""
+        self._control = control
+        """A sync client: ``CLIENT UNBLOCK`` for the reading connection."""
         self._decode = decode
         self._describe = describe
+        self._sweep_every = sweep_every
+        self._client_id: int | None = None
+        """The reading connection's id, once it has one."""
         self._lock = threading.Lock()
         self._follows: dict[str, tuple[int, list[Subscription]]] = {}
         self._present: set[str] = set()
@@ -215,14 +229,10 @@ class Follower(Follows):
         sweep_every: float = 1.0,
         cluster: bool = False,
     ) -> None:
-        super().__init__(decode, describe)
+        super().__init__(connect, control, decode, describe, sweep_every)
         self._cluster = cluster
         self._sweep = sweep
-        self._sweep_every = sweep_every
-        self._connect = connect
-        self._control = control
         self._changed = threading.Condition(self._lock)
-        self._client_id: int | None = None
         self._thread: threading.Thread | None = None
 
     def add(self, subscription: Subscription) -> None:

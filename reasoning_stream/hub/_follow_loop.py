@@ -40,15 +40,9 @@ class LoopFollower(Follows):
         sweep: Callable[[list[str]], dict[str, str | None]],
         sweep_every: float = 1.0,
     ) -> None:
-        super().__init__(decode, describe)
-        self._connect = connect
-        """An asyncio client on one connection of its own (called on the loop)."""
-        self._control = control
-        """A sync client: ``CLIENT UNBLOCK`` for the task's connection, from a worker thread."""
+        super().__init__(connect, control, decode, describe, sweep_every)
         self._sweep = sweep
-        self._sweep_every = sweep_every
         self._task: asyncio.Task[None] | None = None
-        self._client_id: int | None = None
         self._reading = False
         """The task waits in ``XREAD BLOCK`` (a new stream must interrupt it)."""
 

@@ -149,9 +149,13 @@ class RedisHub(Hub):
         """The URL without a password, for error messages."""
         return redacted_url(self.url)
 
-    def _options(self, *, blocking: bool) -> dict[str, Any]:
+    def _options(self, *, blocking: bool, on_asyncio: bool = False) -> dict[str, Any]:
         from redis.backoff import ExponentialBackoff
-        from redis.retry import Retry
+
+        if on_asyncio:
+            from redis.asyncio.retry import Retry
+        else:
+            from redis.retry import Retry  # type: ignore[assignment]
 
         return {
             "decode_responses": True,
@@ -164,21 +168,15 @@ class RedisHub(Hub):
     def _async_dedicated(self) -> Any:
         """An asyncio client on one connection of its own (a loop's reader task)."""
         import redis.asyncio
-        from redis.asyncio.retry import Retry
-        from redis.backoff import ExponentialBackoff
 
-        options = self._options(blocking=True)
-        options["retry"] = Retry(ExponentialBackoff(cap=0.2, base=0.02), 2)
+        options = self._options(blocking=True, on_asyncio=True)
         return redis.asyncio.Redis.from_url(self.url, single_connection_client=True, **options)
 
     def _async_connection(self) -> Any:
         """An asyncio connection of its own (a loop's writer task), connected on first use."""
         import redis.asyncio
-        from redis.asyncio.retry import Retry
-        from redis.backoff import ExponentialBackoff
 
-        options = self._options(blocking=False)
-        options["retry"] = Retry(ExponentialBackoff(cap=0.2, base=0.02), 2)
+        options = self._options(blocking=False, on_asyncio=True)
         pool = redis.asyncio.ConnectionPool.from_url(self.url, **options)
         return pool.make_connection()  # type: ignore[no-untyped-call]
 
@@ -205,14 +203,12 @@ class RedisHub(Hub):
         if reader is not None:
             reader.close()
         with self._writer_lock:
-            closing: list[LoopFollower | LoopWriter] = [
-                *self._loop_followers.values(),
-                *self._loop_writers.values(),
-            ]
+            followers = list(self._loop_followers.values())
             self._loop_followers.clear()
+            # A loop's writer task ends by itself once its loop's streams have ended.
             self._loop_writers.clear()
-        for part in closing:
-            part.close()
+        for follower in followers:
+            follower.close()
         self._client.close()
         self._reader_client.close()
 

@@ -44,12 +44,12 @@ class LoopWriter(Writes):
         self._loop_thread = threading.get_ident()
         self._connect = connect
         self._script_text = script
+        self._sha = hashlib.sha1(script.encode()).hexdigest()
         self._event: asyncio.Event | None = None
         """The running task's (an event holds its loop once waited on)."""
         self._task: asyncio.Task[None] | None = None
         self._client: Any = None
         """The task's connection (a redis-py asyncio ``Connection``), made on first write."""
-        self._sha = ""
 
     def _wake(self) -> None:
         if threading.get_ident() == self._loop_thread:
@@ -69,12 +69,6 @@ class LoopWriter(Writes):
             return
         self._event = asyncio.Event()
         self._task = loop.create_task(self._run(self._event), name="reasoning-stream-redis-writer")
-
-    def close(self) -> None:
-        """The hub closes: the task ends once it has written what is pending (any thread)."""
-        self._closed = True
-        if self._task is not None:
-            self._wake()
 
     def _idle(self) -> bool:
         """Nothing to write and nobody to renew: the task ends (the next run starts one)."""
@@ -130,7 +124,6 @@ class LoopWriter(Writes):
 
         if self._client is None:
             self._client = self._connect()
-            self._sha = hashlib.sha1(self._script_text.encode()).hexdigest()
         connection = self._client
         packed = _pack(["EVALSHA", self._sha, str(len(keys)), *keys, *args])
 

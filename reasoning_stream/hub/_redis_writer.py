@@ -225,7 +225,6 @@ class Writes:
         self._running_lock = threading.Lock()
         self._queue: deque[Pending] = deque()
         self._signalled = False
-        self._closed = False
 
     def hold(self, sink: RedisSink) -> None:
         """Renew ``sink``'s lease from now until its final entry (or a failure)."""
@@ -347,6 +346,7 @@ class RedisWriter(Writes):
         self._client = client
         self._append = append
         self._delay = delay
+        self._closed = False
         self._signal = threading.Event()
         self._thread = threading.Thread(
             target=self._loop, name="reasoning-stream-redis-writer", daemon=True

@@ -14,6 +14,7 @@ from anyio.abc import TaskStatus
 
 from .._exceptions import UsageError
 from .._pipe import Prompt
+from .._sources import aclose_source
 from ..conversation._history import check_prompt
 from ..hub import (
     Entry,
@@ -483,9 +484,7 @@ async def _closing(iterator: AsyncIterator[_T]) -> AsyncIterator[AsyncIterator[_
     try:
         yield iterator
     finally:
-        aclose = getattr(iterator, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_source(iterator)
 
 
 async def _first(events: AsyncIterator[list[SSEEvent]]) -> list[SSEEvent] | None:
