@@ -16,12 +16,10 @@ from dataclasses import replace
 from typing import Any
 
 import anthropic
-import boto3
 import httpx
 import ollama
 import openai
 import pytest
-from botocore.config import Config
 
 from reasoning_stream._exceptions import UsageError
 from reasoning_stream._pipe import Pipe
@@ -35,6 +33,7 @@ from reasoning_stream.providers import (
     OpenAIResponsesPipe,
 )
 from reasoning_stream.testing._wire import Transcript, WireServer
+from tests.providers.conftest import bedrock_client
 
 KEY = "test-key-not-a-secret"
 CLAUDE = "claude-sonnet-4-5"
@@ -123,14 +122,7 @@ def anthropic_pipe(server: WireServer) -> Iterator[AnthropicPipe]:
 
 @contextmanager
 def bedrock_pipe(server: WireServer, **options: Any) -> Iterator[BedrockPipe]:
-    client = boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        endpoint_url=server.url,
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    client = bedrock_client(server.url)
     try:
         yield BedrockPipe(BEDROCK_CLAUDE, client=client, **options)
     finally:

@@ -15,11 +15,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import anthropic
-import boto3
 import httpx
 import openai
 import pytest
-from botocore.config import Config
 
 from reasoning_stream._exceptions import UsageError
 from reasoning_stream.conversation import Conversation
@@ -32,6 +30,7 @@ from reasoning_stream.providers import (
 )
 from reasoning_stream.store import SQLiteStore
 from reasoning_stream.testing._wire import WireServer
+from tests.providers.conftest import bedrock_client
 from tests.providers.test_passback_rules import (
     anthropic_content,
     chat_reasoning,
@@ -73,14 +72,7 @@ def claude(server: WireServer, model: str, **options: Any) -> Iterator[Anthropic
 
 @contextmanager
 def bedrock(server: WireServer, model: str, **options: Any) -> Iterator[BedrockPipe]:
-    client = boto3.client(
-        "bedrock-runtime",
-        region_name="us-east-1",
-        endpoint_url=server.url,
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    client = bedrock_client(server.url)
     try:
         yield BedrockPipe(model, client=client, **options)
     finally:

@@ -21,10 +21,8 @@ from contextlib import ExitStack
 from typing import Any
 
 import anthropic
-import boto3
 import openai
 import pytest
-from botocore.config import Config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +34,7 @@ from reasoning_stream.providers import (
     OpenAIResponsesPipe,
 )
 from reasoning_stream.testing import WireServer
+from tests.providers.conftest import bedrock_client
 
 from ..helpers import examples
 
@@ -59,14 +58,7 @@ class Wire:
         self.openai = stack.enter_context(
             openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
         )
-        self.bedrock = boto3.client(
-            "bedrock-runtime",
-            region_name="us-east-1",
-            endpoint_url=server.url,
-            aws_access_key_id="x",
-            aws_secret_access_key="x",
-            config=Config(retries={"total_max_attempts": 1}),
-        )
+        self.bedrock = bedrock_client(server.url)
         stack.callback(self.bedrock.close)
 
     def claude(self, model: str = "claude-sonnet-4-5", **options: Any) -> AnthropicPipe:

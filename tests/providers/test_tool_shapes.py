@@ -32,12 +32,10 @@ from contextlib import ExitStack
 from typing import Any, Literal
 
 import anthropic
-import boto3
 import httpx
 import ollama
 import openai
 import pytest
-from botocore.config import Config
 
 from reasoning_stream import Conversation, Tool, UsageError, tool
 from reasoning_stream.providers import (
@@ -51,6 +49,7 @@ from reasoning_stream.providers import (
 )
 from reasoning_stream.providers._pipe import ProviderPipe
 from reasoning_stream.testing import WireServer
+from tests.providers.conftest import bedrock_client
 
 KEY = "test-key-not-a-secret"
 
@@ -119,14 +118,7 @@ class Wire:
         self.http = stack.enter_context(httpx.Client())
         self.ollama = ollama.Client(host=url)
         stack.callback(self.ollama.close)
-        self.bedrock = boto3.client(
-            "bedrock-runtime",
-            region_name="us-east-1",
-            endpoint_url=url,
-            aws_access_key_id="x",
-            aws_secret_access_key="x",
-            config=Config(retries={"total_max_attempts": 1}),
-        )
+        self.bedrock = bedrock_client(url)
         stack.callback(self.bedrock.close)
 
     def body(self, pipe: ProviderPipe) -> dict[str, Any]:
